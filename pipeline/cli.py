@@ -1,0 +1,62 @@
+"""The ``tokfidelity`` command: one subcommand per module in ``pipeline.commands``.
+
+Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported only when their command runs, so ``tokfidelity reconstruct`` never pays
+for torch or httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> module under pipeline.commands, in the order `tokfidelity --help` lists them.
+COMMANDS = {
+    "reconstruct": "reconstruct",
+    "audit": "audit",
+    "gate": "gate",
+    "capture": "capture",
+    "generate": "generate",
+    "build": "build",
+    "hidden-states": "hidden_states",
+    "train": "train",
+}
+
+# Exit codes shared by every command.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_GATE_CLOSED = 3
+
+
+def _load(module_name: str):
+    return importlib.import_module(f"pipeline.commands.{module_name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="tokfidelity", description="Exact token ids for training data built from model text.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Only the chosen command's module is imported; the others are listed by name.
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, module_name in COMMANDS.items():
+        if name == chosen:
+            module = _load(module_name)
+            p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
+        else:
+            sub.add_parser(name, help=f"(see tokfidelity {name} --help)", add_help=False)
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of ``tokfidelity``; see pipeline/cli.py for the contract each module follows."""

@@ -1,0 +1,48 @@
+"""tokfidelity reconstruct: API responses (JSONL on stdin) -> output ids (JSONL on stdout)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "Rebuild output token ids from OpenAI-compatible responses, one JSON object a line on stdin."
+
+
+def add_arguments(p):
+    p.add_argument("--profile", required=True, help="model turn format, e.g. kimi-k2.5, kimi-k2, chatml")
+    p.add_argument("--tokenizer", required=True, help="tokenizer path, folder name or hub id")
+
+
+def run(args) -> int:
+    from ..profiles import ProfileError, bind_profile
+    from ..reconstruct import ReconstructionError, reconstruct_output_ids
+    from ..responses import ResponseError
+    from ..tokenizer import TokenizerNotFound, load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(args.tokenizer)
+        profile = bind_profile(args.profile, tokenizer)
+    except (TokenizerNotFound, ProfileError, ValueError) as e:
+        print(f"tokfidelity reconstruct: {e}", file=sys.stderr)
+        return 2
+
+    failures = 0
+    out = sys.stdout
+    for line_no, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            response = json.loads(line)
+            ids = reconstruct_output_ids(response, profile, tokenizer)
+        except json.JSONDecodeError as e:
+            error = f"not valid JSON: {e.msg} (column {e.colno})"
+        except (ResponseError, ReconstructionError) as e:
+            error = str(e)
+        else:
+            out.write(json.dumps({"output_ids": ids}, separators=(",", ":")) + "\n")
+            continue
+        failures += 1
+        print(f"<stdin>:{line_no}: {error}", file=sys.stderr)
+        out.write(json.dumps({"error": error, "line": line_no}) + "\n")
+    out.flush()
+    return 1 if failures else 0

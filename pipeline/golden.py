@@ -1,0 +1,252 @@
+"""Golden datasets on disk: ``<golden dir>/<DATASET>/manifest.json`` + ``samples.jsonl``.
+
+The format is a public contract (see README "Golden dataset format"). Reading never crashes a
+whole run on one bad line: ``read_samples`` yields a ``GoldenError`` in place of a bad sample,
+naming the file, the line and the field, and carries on with the next line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .responses import ResponseError, normalize_finish_reason
+
+__all__ = [
+    "GoldenError",
+    "Manifest",
+    "GoldenSample",
+    "load_manifest",
+    "read_samples",
+    "parse_sample",
+    "find_datasets",
+    "write_dataset",
+    "MANIFEST_FILE",
+    "SAMPLES_FILE",
+]
+
+MANIFEST_FILE = "manifest.json"
+SAMPLES_FILE = "samples.jsonl"
+
+
+class GoldenError(ValueError):
+    """Bad golden data. Says which file, line (1-based, 0 for a whole file) and field, and what to do."""
+
+    def __init__(self, path: os.PathLike | str, line: int, field: str | None, message: str):
+        self.path = Path(path)
+        self.line = line
+        self.field = field
+        self.message = message
+        where = f"{self.path}:{line}" if line else str(self.path)
+        what = f" field {field!r}:" if field else ""
+        super().__init__(f"{where}:{what} {message}")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    profile: str
+    tokenizer: str  # a hub id, a folder name under TOKFIDELITY_TOKENIZERS, or a path
+    source: str
+    api_view: str = "sglang"
+    max_known_divergence_rate: float = 0.0  # share of samples that may pass as known divergences
+    accept: Mapping[str, float] = field(default_factory=dict)  # class -> max hunks per token, by policy
+    path: Path = Path(".")  # the dataset folder
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def samples_path(self) -> Path:
+        return self.path / SAMPLES_FILE
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenSample:
+    id: str
+    output_ids: list[int]
+    finish_reason: str  # normalised: stop | length | tool_calls
+    line: int
+    messages: list | None = None
+    tools: list | None = None
+    prompt_ids: list[int] | None = None
+    response: Mapping[str, Any] | None = None  # a recorded API response, reconstructed instead of a view
+    raw_finish_reason: Any = None
+
+
+def _require(obj: Mapping, key: str, kind: type | tuple, path: Path, line: int, optional: bool = False):
+    if key not in obj or obj[key] is None:
+        if optional:
+            return None
+        raise GoldenError(path, line, key, "missing")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise GoldenError(path, line, key, f"expected {names}, got {type(value).__name__}")
+    return value
+
+
+def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
+    """Read and check a dataset's manifest, or raise GoldenError naming the field."""
+    dataset_dir = Path(dataset_dir)
+    path = dataset_dir / MANIFEST_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GoldenError(path, 0, None, "missing: every dataset folder needs a manifest.json (see README)") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise GoldenError(path, e.lineno, None, f"not valid JSON: {e.msg} (column {e.colno})") from None
+    if not isinstance(raw, dict):
+        raise GoldenError(path, 1, None, "expected a JSON object")
+    from .profiles import PROFILES  # local: profiles import tokenizer code we do not need here
+
+    profile = _require(raw, "profile", str, path, 0)
+    if profile not in PROFILES:
+        raise GoldenError(path, 0, "profile", f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
+    api_view = raw.get("api_view", "sglang")
+    from .views import VIEWS
+
+    if api_view not in VIEWS:
+        raise GoldenError(path, 0, "api_view", f"unknown view {api_view!r}; known: {', '.join(sorted(VIEWS))}")
+    rate = raw.get("max_known_divergence_rate", 0.0)
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 <= rate <= 1:
+        raise GoldenError(path, 0, "max_known_divergence_rate", f"expected a number from 0 to 1, got {rate!r}")
+    accept = raw.get("accept", {})
+    if not isinstance(accept, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in accept.values()
+    ):
+        raise GoldenError(path, 0, "accept", 'expected {"<class>": <max hunks per token>, ...}')
+    return Manifest(
+        name=_require(raw, "name", str, path, 0),
+        profile=profile,
+        tokenizer=_require(raw, "tokenizer", str, path, 0),
+        source=_require(raw, "source", str, path, 0),
+        api_view=api_view,
+        max_known_divergence_rate=float(rate),
+        accept=dict(accept),
+        path=dataset_dir,
+        raw=raw,
+    )
+
+
+def _int_list(value: Any, path: Path, line: int, key: str) -> list[int]:
+    if not isinstance(value, list):
+        raise GoldenError(path, line, key, f"expected a list of token ids, got {type(value).__name__}")
+    for i, x in enumerate(value):
+        if type(x) is not int:
+            raise GoldenError(path, line, f"{key}[{i}]", f"expected an integer token id, got {x!r}")
+    return value
+
+
+def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
+    """Check one decoded sample line; raise GoldenError naming the field."""
+    if not isinstance(obj, dict):
+        raise GoldenError(path, line, None, f"expected a JSON object, got {type(obj).__name__}")
+    sample_id = obj.get("id")
+    if isinstance(sample_id, int) and not isinstance(sample_id, bool):
+        sample_id = str(sample_id)
+    if not isinstance(sample_id, str) or not sample_id:
+        raise GoldenError(path, line, "id", "missing or not a non-empty string")
+    if "output_ids" not in obj:
+        raise GoldenError(path, line, "output_ids", "missing")
+    output_ids = _int_list(obj["output_ids"], path, line, "output_ids")
+    if "finish_reason" not in obj:
+        raise GoldenError(path, line, "finish_reason", "missing")
+    try:
+        finish = normalize_finish_reason(obj["finish_reason"])
+    except ResponseError as e:
+        raise GoldenError(path, line, "finish_reason", str(e).split(": ", 1)[1]) from None
+    if finish == "tool_calls":  # engines report a stop token for tool-call turns; keep one vocabulary
+        finish = "stop"
+    prompt_ids = obj.get("prompt_ids")
+    if prompt_ids is not None:
+        prompt_ids = _int_list(prompt_ids, path, line, "prompt_ids")
+    response = obj.get("response")
+    if response is not None and not isinstance(response, dict):
+        raise GoldenError(path, line, "response", f"expected an API response object, got {type(response).__name__}")
+    for key in ("messages", "tools"):
+        if obj.get(key) is not None and not isinstance(obj[key], list):
+            raise GoldenError(path, line, key, f"expected a list, got {type(obj[key]).__name__}")
+    return GoldenSample(
+        id=sample_id,
+        output_ids=output_ids,
+        finish_reason=finish,
+        line=line,
+        messages=obj.get("messages"),
+        tools=obj.get("tools"),
+        prompt_ids=prompt_ids,
+        response=response,
+        raw_finish_reason=obj["finish_reason"],
+    )
+
+
+def read_samples(dataset_dir: os.PathLike | str) -> Iterator[GoldenSample | GoldenError]:
+    """Every sample of a dataset in file order; a bad line yields a GoldenError and reading goes on."""
+    path = Path(dataset_dir) / SAMPLES_FILE
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        yield GoldenError(path, 0, None, "missing: every dataset folder needs a samples.jsonl (see README)")
+        return
+    seen: dict[str, int] = {}
+    with f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                yield GoldenError(path, line_no, None, f"not valid JSON: {e.msg} (column {e.colno})")
+                continue
+            try:
+                sample = parse_sample(obj, path, line_no)
+            except GoldenError as e:
+                yield e
+                continue
+            if sample.id in seen:
+                yield GoldenError(path, line_no, "id", f"duplicate id {sample.id!r} (first on line {seen[sample.id]})")
+                continue
+            seen[sample.id] = line_no
+            yield sample
+
+
+def find_datasets(golden_dir: os.PathLike | str, names: Sequence[str]) -> list[Path]:
+    """Dataset folders selected by names: NAME matches NAME or NAME_*; 'all' takes every one.
+    Raises ValueError naming what was asked for and what exists when a name matches nothing."""
+    golden_dir = Path(golden_dir)
+    if not golden_dir.is_dir():
+        raise ValueError(f"golden dir {golden_dir} does not exist")
+    available = sorted(p for p in golden_dir.iterdir() if p.is_dir() and (p / MANIFEST_FILE).exists())
+    chosen: list[Path] = []
+    for name in names:
+        if name == "all":
+            matches = available
+        else:
+            matches = [p for p in available if p.name == name or p.name.startswith(name + "_")]
+        if not matches:
+            raise ValueError(
+                f"no dataset named {name!r} (or {name}_*) in {golden_dir}; available: "
+                f"{', '.join(p.name for p in available) or 'none'}"
+            )
+        chosen += [p for p in matches if p not in chosen]
+    return chosen
+
+
+def write_dataset(dataset_dir: os.PathLike | str, manifest: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> Path:
+    """Write a manifest and samples (one compact JSON object a line), atomically per file."""
+    dataset_dir = Path(dataset_dir)
+    dataset_dir.mkdir(parents=True, exist_ok=True)
+    _atomic_write(dataset_dir / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    lines = "".join(json.dumps(s, ensure_ascii=False, separators=(",", ":")) + "\n" for s in samples)
+    _atomic_write(dataset_dir / SAMPLES_FILE, lines)
+    return dataset_dir
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,1 @@
+"""tokfidelity's pytest plugin: per-sample fidelity suites over golden datasets."""
