@@ -1,0 +1,53 @@
+"""Profiles are data; their ids come from the tokenizer and are cross-checked."""
+
+import pytest
+
+from pipeline.profiles import PROFILES, ProfileError, ProfileSpec, bind_profile
+from pipeline.tokenizer import load_tokenizer
+
+
+def test_kimi_k25_ids_come_from_the_tokenizer():
+    p = bind_profile("kimi-k2.5", load_tokenizer("kimi-k2.5"))
+    assert p.stop_id == 163586
+    assert p.ids["think_end"] == 163607
+    assert p.ids["tool_calls_begin"] == 163595
+    assert p.ids["tool_call_argument_begin"] == 163598
+    assert p.ids["prompt.middle"] == 163601
+
+
+def test_chatml_on_qwen3():
+    p = bind_profile("chatml", load_tokenizer("qwen3"))
+    assert p.stop_id == 151645
+
+
+def test_thinking_profile_on_a_tokenizer_without_think_tokens_fails_clearly():
+    with pytest.raises(ProfileError, match=r"'<think>' encodes to 3 ids .* not one special id"):
+        bind_profile("kimi-k2.5", load_tokenizer("kimi-k2"))
+
+
+def test_unknown_profile_lists_known_ones():
+    with pytest.raises(ProfileError, match="known profiles: chatml, kimi-k2, kimi-k2.5"):
+        bind_profile("kimi-k3", load_tokenizer("kimi-k2.5"))
+
+
+def test_no_literal_ids_in_profile_data():
+    for spec in PROFILES.values():
+        for text in list(spec.markers.values()) + list(spec.prompt_markers.values()):
+            assert isinstance(text, str) and not text.isdigit()
+
+
+def test_adding_a_model_is_one_spec():
+    spec = ProfileSpec(name="qwen3-chatml", default_tokenizer="Qwen/Qwen3-8B", markers={"stop": "<|im_end|>"})
+    assert bind_profile(spec, load_tokenizer("qwen3")).stop_id == 151645
+
+
+def test_tool_call_ids():
+    p = bind_profile("kimi-k2.5", load_tokenizer("kimi-k2.5"))
+    assert p.tool_call_id("functions.get_weather:3", "get_weather", 0) == "functions.get_weather:3"
+    assert p.tool_call_id("call_8f2a", "get_weather", 1) == "functions.get_weather:1"
+    assert p.tool_call_id(None, "f", 0) == "functions.f:0"
+
+
+def test_misconfigured_copy_keeps_texts():
+    p = bind_profile("kimi-k2.5", load_tokenizer("kimi-k2.5")).with_ids(stop=163533)
+    assert p.stop_id == 163533 and p.texts["stop"] == "<|im_end|>"
