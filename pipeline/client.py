@@ -1,0 +1,186 @@
+"""An async chat-completions client for bulk generation: bounded concurrency and patient retries.
+
+One ``ChatClient`` per run. ``await client.chat(body)`` sends one ``POST {base_url}/chat/completions``
+and returns the decoded JSON body. Transient failures are retried with exponential backoff and
+jitter: HTTP 429, 408 and 5xx (``Retry-After`` honoured, in seconds or as an HTTP date),
+timeouts, refused or dropped connections, and bodies that are not complete JSON (a proxy cutting
+the stream). Anything else (400, 401, 404, ...) raises ``ApiError`` at once.
+
+The API key travels only in the ``Authorization`` header: it is never part of an exception
+message, a log line or a returned object (any echo of it in a server's error text is masked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+__all__ = ["ChatClient", "ApiError", "RetryPolicy", "ChatResult", "OPENROUTER_BASE_URL"]
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+class ApiError(RuntimeError):
+    """A request failed for good: a non-retryable status, or retries exhausted.
+    ``status`` is the last HTTP status (None for a transport failure); ``attempts`` how many were made."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1, retryable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 8  # retries after the first attempt
+    base_delay: float = 0.5  # seconds; doubled each retry
+    max_delay: float = 60.0  # cap on one wait, Retry-After included
+
+    def backoff(self, retry: int) -> float:
+        """Wait before retry number ``retry`` (1-based): exponential with 'equal jitter'."""
+        ceiling = min(self.max_delay, self.base_delay * (2 ** (retry - 1)))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    body: dict[str, Any]  # the decoded response
+    attempts: int  # 1 when the first try succeeded
+    seconds: float  # wall time including retries
+
+
+class _Transient(Exception):
+    def __init__(self, message: str, status: int | None = None, wait: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.wait = wait
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class ChatClient:
+    """``async with ChatClient(base_url, api_key, concurrency=64) as c: body = (await c.chat(req)).body``"""
+
+    def __init__(
+        self,
+        base_url: str = OPENROUTER_BASE_URL,
+        api_key: str | None = None,
+        *,
+        concurrency: int = 32,
+        timeout: float = 600.0,
+        connect_timeout: float = 10.0,
+        retry: RetryPolicy = RetryPolicy(),
+        headers: dict[str, str] | None = None,
+        path: str = "/chat/completions",
+    ):
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.url = base_url.rstrip("/") + path
+        self.retry = retry
+        self._secret = api_key or None
+        self._semaphore = asyncio.Semaphore(concurrency)
+        all_headers = {"Content-Type": "application/json", **(headers or {})}
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.AsyncClient(
+            headers=all_headers,
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        )
+
+    async def __aenter__(self) -> "ChatClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _mask(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    async def chat(self, body: dict[str, Any]) -> ChatResult:
+        """POST one chat-completions request, retrying transient failures; raise ApiError for good."""
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        start = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._semaphore:
+                    result = await self._attempt(payload)
+                return ChatResult(result, attempt, time.monotonic() - start)
+            except _Transient as e:
+                if attempt > self.retry.max_retries:
+                    raise ApiError(
+                        f"POST {self.url} failed after {attempt} attempts; last error: {self._mask(str(e))}. "
+                        "Raise --max-retries or check the server, then run the same command again to resume.",
+                        status=e.status,
+                        attempts=attempt,
+                        retryable=True,
+                    ) from None
+                wait = self.retry.backoff(attempt)
+                if e.wait is not None:
+                    wait = max(wait, min(e.wait, self.retry.max_delay))
+                await asyncio.sleep(wait)
+
+    async def _attempt(self, payload: bytes) -> dict[str, Any]:
+        try:
+            response = await self._http.post(self.url, content=payload)
+        except httpx.TimeoutException as e:
+            raise _Transient(f"timeout ({type(e).__name__})") from None
+        except httpx.TransportError as e:  # refused, reset, closed mid-response
+            raise _Transient(f"connection error ({type(e).__name__}: {e})") from None
+        status = response.status_code
+        if status in RETRY_STATUS or 500 <= status < 600:
+            raise _Transient(
+                f"HTTP {status}: {_snippet(response.text)}", status, retry_after_seconds(response.headers.get("retry-after"))
+            )
+        if status >= 400:
+            raise ApiError(
+                f"POST {self.url} answered HTTP {status}: {self._mask(_snippet(response.text))}",
+                status=status,
+            )
+        try:
+            body = response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise _Transient(f"HTTP {status} with a body that is not complete JSON ({e}): {_snippet(response.text)}", status) from None
+        if not isinstance(body, dict):
+            raise _Transient(f"HTTP {status} with a JSON {type(body).__name__}, not an object", status)
+        error = body.get("error")
+        if error and "choices" not in body:  # OpenRouter reports upstream failures inside a 200 body
+            code = error.get("code") if isinstance(error, dict) else None
+            text = _snippet(json.dumps(error, ensure_ascii=False))
+            if isinstance(code, int) and (code in RETRY_STATUS or 500 <= code < 600):
+                raise _Transient(f"error in body (code {code}): {text}", code)
+            raise ApiError(f"POST {self.url} answered an error: {self._mask(text)}", status=code if isinstance(code, int) else status)
+        return body
+
+
+def _snippet(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
