@@ -1,0 +1,42 @@
+"""tokfidelity gate: is a dataset's verification gate open? (check) and what does its record say? (show)"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "Check or show the gate record that a green fidelity suite writes for a dataset."
+
+
+def add_arguments(p):
+    sub = p.add_subparsers(dest="gate_command", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="exit 0 when the gate is open, 1 when closed (says why)")
+    show = sub.add_parser("show", help="print the stored record of a dataset as JSON")
+    for q in (check, show):
+        q.add_argument("--dataset", required=True, help="dataset folder NAME (or the NAME in NAME_*)")
+        q.add_argument("--golden-dir", default=None, help="golden datasets folder (default: ./golden, else the project's)")
+        q.add_argument("--state-dir", default=None, help="gate records folder (default: $TOKFIDELITY_STATE_DIR or .tokfidelity)")
+    check.add_argument("--tokenizer", default=None, help="tokenizer path or name (default: the manifest's)")
+
+
+def run(args) -> int:
+    from ..gate import check_gate, default_golden_dir, read_record, resolve_dataset_dir
+
+    if args.gate_command == "show":
+        try:
+            name = resolve_dataset_dir(args.golden_dir or default_golden_dir(), args.dataset).name
+        except ValueError:
+            name = args.dataset
+        record = read_record(args.state_dir, name)
+        if record is None:
+            print(f"tokfidelity gate show: no record for {name}", file=sys.stderr)
+            return 1
+        print(json.dumps(record, indent=2, ensure_ascii=False))
+        return 0
+
+    status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
+    stream = sys.stdout if status.open else sys.stderr
+    print(status.message, file=stream)
+    if not status.open:
+        print(f"to open it: {status.open_command}", file=sys.stderr)
+    return 0 if status.open else 1

@@ -1,0 +1,333 @@
+"""Gate records: proof that a dataset's fidelity suite ran green against today's inputs.
+
+A full, green ``pytest --tokfidelity-dataset=NAME`` run writes a record under the state dir
+(``$TOKFIDELITY_STATE_DIR``, else ``.tokfidelity/`` in the working directory). Gated pipeline
+stages call ``check_gate`` before they send a request or write a file: the gate is open only
+when a record exists, its run was green, and the golden files, the tokenizer and the code
+that decides verdicts are byte-for-byte what the record saw. A failing run writes a closed
+record, so the gate says why it is shut.
+
+No pytest here: the plugin writes records, everyone else only reads them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "GateStatus",
+    "check_gate",
+    "write_open_record",
+    "write_closed_record",
+    "read_record",
+    "record_path",
+    "default_state_dir",
+    "default_golden_dir",
+    "golden_file_hashes",
+    "code_file_hashes",
+    "library_versions",
+    "resolve_dataset_dir",
+    "open_command",
+    "RECORD_FORMAT",
+]
+
+RECORD_FORMAT = 1
+_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+# The sources that decide a verdict. Editing any of them invalidates every gate record.
+VERDICT_SOURCES = (
+    "pipeline/tokenizer.py",
+    "pipeline/profiles.py",
+    "pipeline/responses.py",
+    "pipeline/reconstruct.py",
+    "pipeline/layout.py",
+    "pipeline/views.py",
+    "pipeline/diagnose.py",
+    "pipeline/audit.py",
+    "pipeline/golden.py",
+    "pipeline/fidelity.py",
+    "pipeline/gate.py",
+)
+VERDICT_PACKAGES = ("pytest_tokfidelity",)  # every *.py in these folders
+TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers")
+
+
+@dataclass(frozen=True)
+class GateStatus:
+    open: bool
+    dataset: str  # dataset folder name, e.g. "B3_magicoder"
+    message: str  # one paragraph: why open/closed, what is missing or changed
+    open_command: str  # the command that opens it, e.g. "pytest --tokfidelity-dataset=B3_magicoder"
+
+    def __bool__(self) -> bool:
+        return self.open
+
+
+# ------------------------------------------------------------------------------------------
+# Places
+# ------------------------------------------------------------------------------------------
+def default_state_dir() -> Path:
+    return Path(os.environ.get("TOKFIDELITY_STATE_DIR") or ".tokfidelity")
+
+
+def default_golden_dir() -> Path:
+    """``golden/`` in the working directory when there is one, else the project's ``golden/``."""
+    here = Path("golden")
+    return here if here.is_dir() else _PACKAGE_ROOT / "golden"
+
+
+def record_path(state_dir: str | os.PathLike, dataset: str) -> Path:
+    return Path(state_dir) / "gates" / f"{dataset}.json"
+
+
+def resolve_dataset_dir(golden_dir: str | os.PathLike, dataset: str) -> Path:
+    """The one dataset folder NAME (exact) or NAME_* names; ValueError says what exists."""
+    from .golden import find_datasets
+
+    golden_dir = Path(golden_dir)
+    exact = golden_dir / dataset
+    if (exact / "manifest.json").is_file():
+        return exact
+    matches = find_datasets(golden_dir, [dataset])
+    if len(matches) > 1:
+        raise ValueError(
+            f"{dataset!r} matches {len(matches)} datasets in {golden_dir} "
+            f"({', '.join(p.name for p in matches)}); a gate belongs to one: name it in full"
+        )
+    return matches[0]
+
+
+def open_command(dataset: str, golden_dir: str | os.PathLike | None = None, tokenizer: str | None = None) -> str:
+    parts = ["pytest", f"--tokfidelity-dataset={dataset}"]
+    if golden_dir is not None:
+        parts.append(f"--tokfidelity-golden-dir={golden_dir}")
+    if tokenizer is not None:
+        parts.append(f"--tokfidelity-tokenizer={tokenizer}")
+    return " ".join(parts)
+
+
+# ------------------------------------------------------------------------------------------
+# Fingerprints
+# ------------------------------------------------------------------------------------------
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def golden_file_hashes(dataset_dir: str | os.PathLike) -> dict[str, str]:
+    """sha256 of every file of a dataset (manifest, samples, reviewed snapshots), by relative path."""
+    dataset_dir = Path(dataset_dir)
+    out: dict[str, str] = {}
+    for path in sorted(dataset_dir.rglob("*")):
+        if path.is_file() and not path.name.endswith((".lock", ".tmp")) and "__pycache__" not in path.parts:
+            out[path.relative_to(dataset_dir).as_posix()] = _file_sha256(path)
+    return out
+
+
+def code_file_hashes() -> dict[str, str]:
+    """sha256 of the sources that decide verdicts, by path relative to the project root."""
+    out: dict[str, str] = {}
+    for rel in VERDICT_SOURCES:
+        path = _PACKAGE_ROOT / rel
+        out[rel] = _file_sha256(path) if path.is_file() else "(absent)"
+    for package in VERDICT_PACKAGES:
+        for path in sorted((_PACKAGE_ROOT / package).glob("*.py")):
+            out[path.relative_to(_PACKAGE_ROOT).as_posix()] = _file_sha256(path)
+    return out
+
+
+def library_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in TOKENIZER_LIBRARIES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "(not installed)"
+    return out
+
+
+def _digest(mapping: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(sorted(mapping.items())).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------
+# Records
+# ------------------------------------------------------------------------------------------
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, obj: Mapping[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def write_open_record(
+    dataset_dir: str | os.PathLike,
+    *,
+    state_dir: str | os.PathLike | None = None,
+    tokenizer_spec: str,
+    tokenizer_fingerprint: str,
+    profile: str,
+    view: str,
+    counts: Mapping[str, Any],
+    pytest_args: Sequence[str] = (),
+) -> Path:
+    """Record a full green run of one dataset: the gate opens for these exact inputs."""
+    dataset_dir = Path(dataset_dir)
+    golden = golden_file_hashes(dataset_dir)
+    code = code_file_hashes()
+    libs = library_versions()
+    record = {
+        "format": RECORD_FORMAT,
+        "status": "open",
+        "dataset": dataset_dir.name,
+        "dataset_dir": str(dataset_dir.resolve()),
+        "golden_files": golden,
+        "golden_sha256": _digest(golden),
+        "tokenizer": tokenizer_spec,
+        "tokenizer_fingerprint": tokenizer_fingerprint,
+        "profile": profile,
+        "view": view,
+        "code_files": code,
+        "libraries": libs,
+        "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
+        "counts": dict(counts),
+        "pytest_args": list(pytest_args),
+        "time": _now(),
+    }
+    return _write_json(record_path(state_dir or default_state_dir(), dataset_dir.name), record)
+
+
+def write_closed_record(
+    dataset: str,
+    *,
+    state_dir: str | os.PathLike | None = None,
+    reason: str,
+    counts: Mapping[str, Any] | None = None,
+    pytest_args: Sequence[str] = (),
+) -> Path:
+    """Close a dataset's gate after a failing run, keeping why for ``gate check``."""
+    record = {
+        "format": RECORD_FORMAT,
+        "status": "closed",
+        "dataset": dataset,
+        "reason": reason,
+        "counts": dict(counts or {}),
+        "pytest_args": list(pytest_args),
+        "time": _now(),
+    }
+    return _write_json(record_path(state_dir or default_state_dir(), dataset), record)
+
+
+def read_record(state_dir: str | os.PathLike | None, dataset: str) -> dict[str, Any] | None:
+    path = record_path(state_dir or default_state_dir(), dataset)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        return {"status": "unreadable", "reason": f"{path}: {e}"}
+    return record if isinstance(record, dict) else {"status": "unreadable", "reason": f"{path}: not a JSON object"}
+
+
+def _changed(label: str, recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
+    notes = []
+    for key in sorted(set(recorded) | set(now)):
+        if key not in now:
+            notes.append(f"{label} {key} was removed")
+        elif key not in recorded:
+            notes.append(f"{label} {key} was added")
+        elif recorded[key] != now[key]:
+            notes.append(f"{label} {key} changed")
+    return notes
+
+
+def check_gate(
+    dataset: str,
+    *,
+    golden_dir: str | os.PathLike | None = None,
+    tokenizer: str | None = None,
+    state_dir: str | os.PathLike | None = None,
+) -> GateStatus:
+    """Is the gate of ``dataset`` open? Open when a green record matches today's golden files,
+    tokenizer fingerprint and code fingerprint; otherwise the message says what is missing or
+    changed, and ``open_command`` is what to run."""
+    state = Path(state_dir) if state_dir is not None else default_state_dir()
+    gdir = Path(golden_dir) if golden_dir is not None else default_golden_dir()
+    command = open_command(dataset, golden_dir, tokenizer)
+
+    def closed(name: str, why: str) -> GateStatus:
+        return GateStatus(False, name, f"gate for {name} is closed: {why}. Run `{command}` to open it.", command)
+
+    try:
+        dataset_dir = resolve_dataset_dir(gdir, dataset)
+    except ValueError as e:
+        return closed(dataset, str(e))
+    name = dataset_dir.name
+    command = open_command(name, golden_dir, tokenizer)
+    record = read_record(state, name)
+    where = record_path(state, name)
+    if record is None:
+        return closed(name, f"no verification run is recorded ({where} does not exist)")
+    if record.get("status") == "unreadable":
+        return closed(name, f"the record is unreadable ({record['reason']})")
+    if record.get("status") != "open":
+        return closed(name, f"the last run ({record.get('time', '?')}) failed: {record.get('reason', 'no reason recorded')}")
+    if record.get("format") != RECORD_FORMAT:
+        return closed(name, f"{where} has record format {record.get('format')!r}, this code writes {RECORD_FORMAT}")
+
+    problems = _changed("golden file", record.get("golden_files", {}), golden_file_hashes(dataset_dir))
+
+    from .golden import GoldenError, load_manifest
+
+    try:
+        manifest = load_manifest(dataset_dir)
+    except GoldenError as e:
+        problems.append(f"the manifest is invalid ({e})")
+        manifest = None
+    if manifest is not None:
+        if record.get("profile") != manifest.profile:
+            problems.append(f"the record's profile is {record.get('profile')!r}, the manifest says {manifest.profile!r}")
+        if record.get("view") != manifest.api_view:
+            problems.append(f"the recorded run used view {record.get('view')!r}, the manifest says {manifest.api_view!r}")
+        spec = tokenizer or manifest.tokenizer
+        try:
+            from .tokenizer import load_tokenizer
+
+            fingerprint = load_tokenizer(spec).fingerprint
+        except Exception as e:  # noqa: BLE001 - any load failure keeps the gate shut, with its reason
+            problems.append(f"tokenizer {spec!r} cannot be loaded ({type(e).__name__}: {str(e).splitlines()[0]})")
+        else:
+            if fingerprint != record.get("tokenizer_fingerprint"):
+                problems.append(
+                    f"tokenizer {spec!r} has fingerprint {fingerprint[:12]}, the record has "
+                    f"{str(record.get('tokenizer_fingerprint'))[:12]} (from {record.get('tokenizer')!r})"
+                )
+
+    problems += _changed("source", record.get("code_files", {}), code_file_hashes())
+    problems += _changed("library", record.get("libraries", {}), library_versions())
+
+    if problems:
+        return closed(name, f"since the green run of {record.get('time', '?')}: " + "; ".join(problems))
+    counts = record.get("counts", {})
+    summary = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, (int, float)))
+    return GateStatus(
+        True,
+        name,
+        f"gate for {name} is open: green run of {record.get('time', '?')} ({summary}) matches today's golden "
+        f"files, tokenizer and code.",
+        command,
+    )
