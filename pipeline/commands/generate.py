@@ -1,0 +1,219 @@
+"""tokfidelity generate: bulk generation through an OpenAI-compatible API, gated, checked, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HELP = "Generate completions for a prompts file through a chat-completions API (OpenRouter by default), resumably."
+
+API_KEY_ENV = "OPENROUTER_API_KEY"
+
+
+def add_gate_arguments(p) -> None:
+    p.add_argument("--dataset", required=True, help="golden dataset whose gate must be open (NAME or NAME_*)")
+    p.add_argument("--golden-dir", default=None, help="folder of golden datasets (default: ./golden, else the project's golden/)")
+    p.add_argument("--state-dir", default=None, help="gate records folder (default: $TOKFIDELITY_STATE_DIR, else ./.tokfidelity)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer path, folder name or hub id (default: the dataset manifest's)")
+
+
+def closed_gate_exit(args, stage: str):
+    """Check the dataset's gate first of all. Returns (exit code 3, None) when closed, after telling
+    stderr why and which command opens it; (None, GateStatus) when open. Nothing else has run yet."""
+    from ..gate import check_gate
+
+    status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
+    if status.open:
+        return None, status
+    print(
+        f"tokfidelity {stage}: the gate of dataset {status.dataset or args.dataset} is closed; nothing was sent or written.\n"
+        f"{status.message}\nOpen it with: {status.open_command}",
+        file=sys.stderr,
+    )
+    return 3, status
+
+
+def default_golden_dir() -> Path:
+    here = Path.cwd() / "golden"
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[2] / "golden"
+
+
+def dataset_manifest(args, status):
+    """The manifest of the gated dataset (the folder the gate named)."""
+    from ..golden import find_datasets, load_manifest
+
+    golden_dir = Path(args.golden_dir) if args.golden_dir else default_golden_dir()
+    folder = golden_dir / status.dataset
+    if not (folder / "manifest.json").exists():
+        folder = find_datasets(golden_dir, [args.dataset])[0]
+    return load_manifest(folder)
+
+
+def add_arguments(p):
+    add_gate_arguments(p)
+    p.add_argument("--prompts", required=True, help='JSONL file, one {"id", "messages", "tools"?, "max_tokens"?, "params"?} a line')
+    p.add_argument("--out", required=True, help="output folder (generations.jsonl, run.json, summary.json); reused to resume")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible API base URL (default: OpenRouter, https://openrouter.ai/api/v1)")
+    p.add_argument("--model", default="moonshotai/kimi-k2.5", help="model name sent in each request (default: %(default)s)")
+    p.add_argument("--profile", default=None, help="turn format used to reconstruct ids (default: the dataset manifest's)")
+    p.add_argument("--concurrency", type=int, default=32, help="requests in flight at once (default: %(default)s)")
+    p.add_argument("--max-retries", type=int, default=8, help="retries per request on 429/5xx/timeouts/dropped connections (default: %(default)s)")
+    p.add_argument("--retry-base-delay", type=float, default=0.5, help="first backoff in seconds, doubled each retry, with jitter (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds for one request (default: %(default)s)")
+    p.add_argument("--max-tokens", type=int, default=None, help="max_tokens for every request (a prompt's own value wins)")
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--provider-order", default=None, help="comma-separated providers, sent as provider.order (OpenRouter routing)")
+    p.add_argument("--allow-fallbacks", choices=("true", "false"), default=None, help="provider.allow_fallbacks")
+    p.add_argument("--require-parameters", choices=("true", "false"), default=None, help="provider.require_parameters")
+    p.add_argument("--quantizations", default=None, help="comma-separated, sent as provider.quantizations")
+    p.add_argument("--reasoning", default=None, help='JSON object sent as "reasoning", e.g. \'{"enabled": true}\'')
+    p.add_argument("--extra-body", default=None, help="JSON object merged into every request body")
+    p.add_argument("--fsync", action="store_true", help="fsync after every record (survives power loss, slower)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def request_defaults(args) -> dict:
+    """Fields sent with every request, from the command line."""
+    body: dict = {}
+    if args.max_tokens is not None:
+        body["max_tokens"] = args.max_tokens
+    if args.temperature is not None:
+        body["temperature"] = args.temperature
+    if args.top_p is not None:
+        body["top_p"] = args.top_p
+    provider: dict = {}
+    if args.provider_order:
+        provider["order"] = [s.strip() for s in args.provider_order.split(",") if s.strip()]
+    if args.allow_fallbacks is not None:
+        provider["allow_fallbacks"] = args.allow_fallbacks == "true"
+    if args.require_parameters is not None:
+        provider["require_parameters"] = args.require_parameters == "true"
+    if args.quantizations:
+        provider["quantizations"] = [s.strip() for s in args.quantizations.split(",") if s.strip()]
+    if provider:
+        body["provider"] = provider
+    if args.reasoning:
+        body["reasoning"] = _json_object(args.reasoning, "--reasoning")
+    if args.extra_body:
+        body.update(_json_object(args.extra_body, "--extra-body"))
+    return body
+
+
+def _json_object(text: str, option: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{option}: not valid JSON ({e.msg}, column {e.colno})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{option}: expected a JSON object")
+    return value
+
+
+def run(args) -> int:
+    code, status = closed_gate_exit(args, "generate")  # before any request or file
+    if code is not None:
+        return code
+
+    from ..client import OPENROUTER_BASE_URL
+    from ..generate import RECORDS_FILE, RUN_FILE, GenerationJob, PromptError, read_prompts, run_generation, write_summary
+    from ..golden import GoldenError
+    from ..profiles import ProfileError, bind_profile
+    from ..tokenizer import TokenizerNotFound, load_tokenizer
+
+    def usage_error(message: str) -> int:
+        print(f"tokfidelity generate: {message}", file=sys.stderr)
+        return 2
+
+    base_url = args.base_url or OPENROUTER_BASE_URL
+    api_key = os.environ.get(API_KEY_ENV) or None
+    if api_key is None and "openrouter.ai" in base_url:
+        return usage_error(f"set {API_KEY_ENV} in the environment (the key is never written or logged)")
+    if args.concurrency < 1:
+        return usage_error("--concurrency must be at least 1")
+    try:
+        manifest = dataset_manifest(args, status)
+        tokenizer = load_tokenizer(args.tokenizer or manifest.tokenizer)
+        profile = bind_profile(args.profile or manifest.profile, tokenizer)
+        prompts = read_prompts(args.prompts)
+        defaults = request_defaults(args)
+    except (GoldenError, TokenizerNotFound, ProfileError, PromptError, ValueError) as e:
+        return usage_error(str(e))
+    if "openrouter.ai" in base_url:
+        defaults.setdefault("usage", {"include": True})  # OpenRouter then reports usage.cost
+
+    out_dir = Path(args.out)
+    run_info = {
+        "dataset": manifest.name,
+        "profile": profile.name,
+        "tokenizer": tokenizer.name,
+        "tokenizer_fingerprint": tokenizer.fingerprint,
+        "model": args.model,
+        "base_url": base_url,
+    }
+    run_path = out_dir / RUN_FILE
+    if run_path.exists():
+        previous = json.loads(run_path.read_text(encoding="utf-8"))
+        differing = [k for k in ("dataset", "profile", "tokenizer_fingerprint", "model") if previous.get(k) != run_info[k]]
+        if differing:
+            return usage_error(
+                f"{out_dir} holds generations made with other settings ({', '.join(f'{k}: {previous.get(k)!r} now {run_info[k]!r}' for k in differing)}); "
+                "use another --out folder so the two runs do not mix"
+            )
+    else:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        run_path.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+
+    job = GenerationJob(
+        out_dir=out_dir,
+        profile=profile,
+        tokenizer=tokenizer,
+        base_url=base_url,
+        api_key=api_key,
+        model=args.model,
+        request_defaults=defaults,
+        concurrency=args.concurrency,
+        max_retries=args.max_retries,
+        timeout=args.timeout,
+        retry_base_delay=args.retry_base_delay,
+        fsync=args.fsync,
+    )
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(prompts), desc="generate", unit="sample", file=sys.stderr, disable=args.no_progress, mininterval=0.5)
+    try:
+        result = run_generation(job, prompts, on_progress=bar.update)
+    except ValueError as e:  # an unreadable records file
+        bar.close()
+        return usage_error(str(e))
+    bar.close()
+    write_summary(out_dir, result, run_info)
+
+    t = result.totals
+    print(
+        f"tokfidelity generate: {result.finished} generated, {result.skipped} already done, {len(result.failed)} failed "
+        f"({len(prompts)} prompts); {out_dir / RECORDS_FILE} holds {t.samples} records: "
+        + ", ".join(f"{k} {v}" for k, v in t.checks.items())
+        + f"; tokens: prompt {t.prompt_tokens}, completion {t.completion_tokens} (reasoning {t.reasoning_tokens}); cost {t.cost:.6f}",
+        file=sys.stderr,
+    )
+    if result.torn_bytes:
+        print(f"  cut a torn last line ({result.torn_bytes} bytes) left by an interrupted run; that sample was asked again", file=sys.stderr)
+    for sample_id, error in result.failed[:10]:
+        print(f"  failed {sample_id}: {error}", file=sys.stderr)
+    if len(result.failed) > 10:
+        print(f"  ... and {len(result.failed) - 10} more failures", file=sys.stderr)
+    if result.stopped_early:
+        print(f"  stopped early: {result.stopped_early}", file=sys.stderr)
+    if t.flagged:
+        print(
+            f"  {t.flagged} records are flagged (check != ok): their ids are not proven; see 'check_detail' in {RECORDS_FILE}",
+            file=sys.stderr,
+        )
+    if result.failed:
+        print("  run the same command again to retry the failed samples (finished ones are kept)", file=sys.stderr)
+    return 1 if result.failed or t.flagged else 0

@@ -1,0 +1,354 @@
+"""Bulk generation: prompts in, one checked record per finished sample out, resumable at any moment.
+
+Output folder layout (``--out DIR``):
+
+* ``run.json``: what the records were made with (dataset, profile, tokenizer and its fingerprint,
+  model, base URL). A later run into the same folder must agree, so two runs never mix.
+* ``generations.jsonl``: one JSON object a line, one line per finished sample, written with a single
+  ``write`` of the whole line on an ``O_APPEND`` descriptor. A process killed at any moment (``kill -9``
+  included) leaves whole lines plus at most one torn last line; the next run cuts the torn line off,
+  skips every id already present and asks only for the rest. No finished sample is lost or written twice.
+* ``summary.json``: totals over the whole file, rewritten at the end of each run.
+
+Each record holds the request (``messages``, ``tools``), the API response as received, the reconstructed
+``output_ids`` (``pipeline.reconstruct``) and ``check``: ``ok`` when ``len(output_ids)`` equals
+``usage.completion_tokens``, else ``usage_mismatch``, ``usage_missing`` or ``reconstruction_error``
+(with ``check_detail``). Flagged records are kept (the response was paid for) but never pass as ok.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .client import ApiError, ChatClient, ChatResult
+from .profiles import Profile
+from .reconstruct import ReconstructionError, reconstruct_output_ids
+from .responses import ResponseError, parse_response
+from .tokenizer import Tokenizer
+
+__all__ = [
+    "PromptError",
+    "Prompt",
+    "read_prompts",
+    "GenerationJob",
+    "Totals",
+    "check_record",
+    "JsonlAppender",
+    "load_finished",
+    "run_generation",
+    "RECORDS_FILE",
+    "RUN_FILE",
+    "SUMMARY_FILE",
+]
+
+RECORDS_FILE = "generations.jsonl"
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+CHECKS = ("ok", "usage_mismatch", "usage_missing", "reconstruction_error")
+
+
+class PromptError(ValueError):
+    """A bad prompts file: names the file, the line and the field."""
+
+    def __init__(self, path: Path, line: int, field: str | None, message: str):
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}:{f' field {field!r}:' if field else ''} {message}")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    messages: list[dict]
+    tools: list[dict] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)  # per-prompt request fields (max_tokens, ...)
+
+
+def read_prompts(path: os.PathLike | str) -> list[Prompt]:
+    """Prompts JSONL: ``{"id", "messages", "tools"?, "max_tokens"?, "params"?}`` a line; ids unique."""
+    path = Path(path)
+    prompts: list[Prompt] = []
+    seen: dict[str, int] = {}
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise PromptError(path, 0, None, "no such file; --prompts takes a JSONL file of {\"id\", \"messages\"} objects") from None
+    with f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise PromptError(path, line_no, None, f"not valid JSON: {e.msg} (column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise PromptError(path, line_no, None, "expected a JSON object")
+            pid = obj.get("id")
+            if isinstance(pid, int) and not isinstance(pid, bool):
+                pid = str(pid)
+            if not isinstance(pid, str) or not pid:
+                raise PromptError(path, line_no, "id", "missing or not a non-empty string")
+            if pid in seen:
+                raise PromptError(path, line_no, "id", f"duplicate id {pid!r} (first on line {seen[pid]})")
+            seen[pid] = line_no
+            messages = obj.get("messages")
+            if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) and "role" in m for m in messages):
+                raise PromptError(path, line_no, "messages", "expected a non-empty list of {\"role\", \"content\"} objects")
+            tools = obj.get("tools")
+            if tools is not None and not isinstance(tools, list):
+                raise PromptError(path, line_no, "tools", f"expected a list, got {type(tools).__name__}")
+            params = dict(obj.get("params") or {})
+            if not isinstance(obj.get("params", {}), dict):
+                raise PromptError(path, line_no, "params", "expected an object of request fields")
+            for key in ("max_tokens", "temperature", "top_p", "seed"):
+                if key in obj:
+                    params[key] = obj[key]
+            prompts.append(Prompt(pid, messages, tools, params))
+    return prompts
+
+
+@dataclass
+class Totals:
+    """Counts over records; ``add`` one record at a time."""
+
+    samples: int = 0
+    checks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECKS, 0))
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    output_ids: int = 0
+    cost: float = 0.0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.samples += 1
+        self.checks[record["check"]] = self.checks.get(record["check"], 0) + 1
+        usage = record.get("usage") or {}
+        self.prompt_tokens += _int(usage.get("prompt_tokens"))
+        self.completion_tokens += _int(usage.get("completion_tokens"))
+        self.reasoning_tokens += _int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens"))
+        cost = usage.get("cost")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.cost += cost
+        self.output_ids += len(record.get("output_ids") or ())
+
+    @property
+    def flagged(self) -> int:
+        return self.samples - self.checks.get("ok", 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "checks": dict(self.checks),
+            "flagged": self.flagged,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "output_ids": self.output_ids,
+            "cost": round(self.cost, 8),
+        }
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int else 0
+
+
+def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, tokenizer: Tokenizer) -> dict[str, Any]:
+    """The record for one response: reconstructed ids and the usage check."""
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
+    record: dict[str, Any] = {"id": prompt.id, "messages": prompt.messages}
+    if prompt.tools:
+        record["tools"] = prompt.tools
+    output_ids = None
+    finish = None
+    try:
+        turn = parse_response(body)
+        finish = turn.finish_reason
+        output_ids = reconstruct_output_ids(turn, profile, tokenizer)
+    except (ResponseError, ReconstructionError) as e:
+        check, detail = "reconstruction_error", str(e)
+    else:
+        completion = usage.get("completion_tokens") if usage else None
+        if type(completion) is not int:
+            check, detail = "usage_missing", "the response has no integer usage.completion_tokens to check the ids against"
+        elif completion != len(output_ids):
+            check = "usage_mismatch"
+            detail = (
+                f"reconstructed {len(output_ids)} ids but usage.completion_tokens is {completion} "
+                f"({len(output_ids) - completion:+d}): the text does not give back the model's ids"
+            )
+        else:
+            check, detail = "ok", None
+    record.update(
+        model=body.get("model"),
+        provider=body.get("provider"),
+        finish_reason=finish,
+        output_ids=output_ids,
+        usage=usage,
+        check=check,
+    )
+    if detail:
+        record["check_detail"] = detail
+    record["response"] = body
+    return record
+
+
+class JsonlAppender:
+    """Appends whole lines: each record is one ``os.write`` of the complete line on O_APPEND."""
+
+    def __init__(self, path: os.PathLike | str, fsync: bool = False):
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        data = memoryview((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        while data:  # a regular file takes it in one call; loop only for the pathological case
+            n = os.write(self._fd, data)
+            data = data[n:]
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def load_finished(path: os.PathLike | str) -> tuple[set[str], Totals, int]:
+    """Ids already in a records file, their totals, and how many bytes of a torn last line were cut.
+
+    A torn last line (no newline: the writer was killed mid-write) is removed from the file; any
+    other unreadable line is an error naming the line, since whole-line writes cannot produce it."""
+    path = Path(path)
+    done: set[str] = set()
+    totals = Totals()
+    if not path.exists():
+        return done, totals, 0
+    data = path.read_bytes()
+    cut = 0
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        cut = len(data) - end
+        os.truncate(path, end)
+        data = data[:end]
+    for line_no, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            record_id = record["id"]
+            record["check"]
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+            raise ValueError(
+                f"{path}:{line_no}: not a generation record ({type(e).__name__}: {e}); "
+                "the file was edited by hand or by another program: move it away or fix that line"
+            ) from None
+        if record_id in done:
+            raise ValueError(f"{path}:{line_no}: field 'id': {record_id!r} appears twice; remove one of the lines")
+        done.add(record_id)
+        totals.add(record)
+    return done, totals, cut
+
+
+@dataclass
+class GenerationJob:
+    """Everything one run needs, decided once before the first request."""
+
+    out_dir: Path
+    profile: Profile
+    tokenizer: Tokenizer
+    base_url: str
+    api_key: str | None
+    model: str
+    request_defaults: Mapping[str, Any]  # fields sent with every request (provider, reasoning, max_tokens, ...)
+    concurrency: int = 32
+    max_retries: int = 8
+    timeout: float = 600.0
+    retry_base_delay: float = 0.5
+    fsync: bool = False
+
+    def request_body(self, prompt: Prompt) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": prompt.messages, **self.request_defaults, **prompt.params}
+        if prompt.tools:
+            body["tools"] = prompt.tools
+        return body
+
+
+@dataclass
+class RunResult:
+    finished: int  # this run
+    skipped: int  # already in the file
+    failed: list[tuple[str, str]]  # (id, error) this run
+    torn_bytes: int
+    totals: Totals  # whole file
+    run_totals: Totals  # this run
+    stopped_early: str | None = None
+
+
+def run_generation(
+    job: GenerationJob,
+    prompts: Iterable[Prompt],
+    on_progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Generate every prompt whose id is not yet in ``generations.jsonl``; return the counts."""
+    from .client import RetryPolicy
+
+    records_path = job.out_dir / RECORDS_FILE
+    done, totals, torn = load_finished(records_path)
+    prompts = list(prompts)
+    todo = [p for p in prompts if p.id not in done]
+    result = RunResult(0, len(prompts) - len(todo), [], torn, totals, Totals())
+    if not todo:
+        return result
+    writer = JsonlAppender(records_path, fsync=job.fsync)
+
+    async def main() -> None:
+        pending = iter(todo)
+        retry = RetryPolicy(max_retries=job.max_retries, base_delay=job.retry_base_delay)
+        async with ChatClient(job.base_url, job.api_key, concurrency=job.concurrency, timeout=job.timeout, retry=retry) as client:
+
+            async def worker() -> None:
+                for prompt in pending:
+                    if result.stopped_early:
+                        return
+                    try:
+                        answer: ChatResult = await client.chat(job.request_body(prompt))
+                    except ApiError as e:
+                        result.failed.append((prompt.id, str(e)))
+                        if e.status in (401, 402, 403):  # every other request would fail the same way
+                            result.stopped_early = str(e)
+                        continue
+                    record = check_record(prompt, answer.body, job.profile, job.tokenizer)
+                    record["attempts"] = answer.attempts
+                    writer.write(record)
+                    result.finished += 1
+                    totals.add(record)
+                    result.run_totals.add(record)
+                    if on_progress:
+                        on_progress(1)
+
+            await asyncio.gather(*(worker() for _ in range(min(job.concurrency, len(todo)))))
+
+    try:
+        asyncio.run(main())
+    finally:
+        writer.close()
+    return result
+
+
+def write_summary(out_dir: Path, result: RunResult, extra: Mapping[str, Any]) -> Path:
+    path = out_dir / SUMMARY_FILE
+    summary = {**extra, **result.totals.as_dict(), "last_run": {
+        "finished": result.finished,
+        "skipped": result.skipped,
+        "failed": len(result.failed),
+        "torn_bytes_cut": result.torn_bytes,
+        **{k: v for k, v in result.run_totals.as_dict().items() if k != "samples"},
+    }}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path

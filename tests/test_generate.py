@@ -1,0 +1,204 @@
+"""tokfidelity generate against a real chat-completions server on 127.0.0.1: gate, checks, faults, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.generate import RECORDS_FILE, load_finished
+from pipeline.golden import write_dataset
+from servers import gate_standin
+from servers.http_server import FaultyServer
+from servers.kimi_chat import KimiChat
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, str(ROOT / "tests" / "servers" / "cli_with_gate.py")]
+
+
+@pytest.fixture(scope="module")
+def kimi():
+    return KimiChat()
+
+
+@pytest.fixture
+def golden(tmp_path):
+    golden_dir = tmp_path / "golden"
+    write_dataset(
+        golden_dir / "T1_kimi",
+        {"name": "T1_kimi", "profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "test"},
+        [{"id": "g0", "output_ids": [163607, 163586], "finish_reason": "stop"}],
+    )
+    return golden_dir
+
+
+def write_prompts(path: Path, n: int, extra=lambda i: {}) -> Path:
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": f"question {i}"}], **extra(i)}) + "\n")
+    return path
+
+
+def gen_args(golden, prompts, out, url, *more):
+    return ["generate", "--dataset", "T1", "--golden-dir", str(golden), "--prompts", str(prompts), "--out", str(out),
+            "--base-url", url, "--no-progress", "--retry-base-delay", "0.01", *more]
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / RECORDS_FILE).read_text().splitlines()]
+
+
+def test_closed_gate_refuses_with_no_request_and_no_file(tmp_path, golden, monkeypatch, capsys, kimi):
+    gate_standin.install(monkeypatch, open_=False)
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        code = main(gen_args(golden, prompts, out, server.url))
+    assert code == 3
+    assert server.requests == []
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "closed" in err and "pytest --tokfidelity-dataset=T1" in err
+
+
+def test_generate_checks_usage_and_totals(tmp_path, golden, monkeypatch, capsys, kimi):
+    gate_standin.install(monkeypatch, open_=True)
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-never-written-42")
+    tags = {3: " [bad-usage]", 4: " [no-usage]"}
+    prompts = tmp_path / "prompts.jsonl"
+    with open(prompts, "w") as f:
+        for i in range(6):
+            row = {"id": f"p{i}", "messages": [{"role": "user", "content": f"q{i}{tags.get(i, '')}"}], "max_tokens": 100 + i}
+            if i == 5:
+                row["tools"] = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+            f.write(json.dumps(row) + "\n")
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        server.faults.extend(["429", "500", "reset"])
+        code = main(gen_args(golden, prompts, out, server.url, "--concurrency", "2", "--provider-order", "Moonshot,Fireworks",
+                             "--allow-fallbacks", "false", "--temperature", "0.6"))
+    assert code == 1  # two flagged records
+    rows = {r["id"]: r for r in records(out)}
+    assert sorted(rows) == [f"p{i}" for i in range(6)]
+    assert {k: r["check"] for k, r in rows.items()} == {
+        "p0": "ok", "p1": "ok", "p2": "ok", "p3": "usage_mismatch", "p4": "usage_missing", "p5": "ok"}
+    assert "+" in rows["p3"]["check_detail"] or "-1" in rows["p3"]["check_detail"]
+    # the ids are the real Kimi ids of the answer: reasoning, </think>, content, (tool section), <|im_end|>
+    tok = kimi.tokenizer
+    assert tok.decode(rows["p0"]["output_ids"]) == "The user said: q0. Answer briefly.</think>You said «q0» 🙂<|im_end|>"
+    assert 163595 in rows["p5"]["output_ids"] and rows["p5"]["output_ids"][-1] == 163586
+    bodies = [b for _, b in server.requests]
+    assert all(b["provider"] == {"order": ["Moonshot", "Fireworks"], "allow_fallbacks": False} for b in bodies)
+    assert {b["max_tokens"] for b in bodies} == {100, 101, 102, 103, 104, 105}
+    assert all(b["temperature"] == 0.6 for b in bodies)
+    assert server.headers[0]["Authorization"] == "Bearer sk-or-never-written-42"
+    assert len(server.requests) == 6 + 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["samples"] == 6 and summary["flagged"] == 2
+    assert summary["checks"]["usage_mismatch"] == 1 and summary["checks"]["usage_missing"] == 1
+    assert summary["completion_tokens"] == sum((r["usage"] or {}).get("completion_tokens", 0) for r in rows.values())
+    assert abs(summary["cost"] - 0.005) < 1e-9
+    for path in out.iterdir():
+        assert "sk-or-never-written-42" not in path.read_text()
+    err = capsys.readouterr().err
+    assert "sk-or-never-written-42" not in err
+    assert "usage_mismatch 1" in err and "2 records are flagged" in err
+
+    # a second run asks for nothing and writes nothing
+    size = (out / RECORDS_FILE).stat().st_size
+    with FaultyServer(kimi) as server:
+        main(gen_args(golden, prompts, out, server.url))
+    assert server.requests == [] and (out / RECORDS_FILE).stat().st_size == size
+
+
+def test_failed_samples_are_not_written_and_retried_next_run(tmp_path, golden, monkeypatch, kimi):
+    gate_standin.install(monkeypatch, open_=True)
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        server.faults.extend(["500"] * 3)  # with concurrency 1 and 2 retries, p0 fails for good
+        assert main(gen_args(golden, prompts, out, server.url, "--concurrency", "1", "--max-retries", "2")) == 1
+    assert [r["id"] for r in records(out)] == ["p1", "p2"]
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url)) == 0
+        assert len(server.requests) == 1
+    assert sorted(r["id"] for r in records(out)) == ["p0", "p1", "p2"]
+
+
+def test_torn_last_line_is_cut_and_redone(tmp_path, golden, monkeypatch, kimi):
+    gate_standin.install(monkeypatch, open_=True)
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url)) == 0
+    path = out / RECORDS_FILE
+    lines = path.read_bytes().splitlines(keepends=True)
+    torn_id = json.loads(lines[-1])["id"]
+    path.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])  # as if killed mid-write
+    done, _, cut = load_finished(path)
+    assert cut == 40 and torn_id not in done and path.read_bytes().endswith(b"\n")
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url)) == 0
+        assert [b["messages"][0]["content"] for _, b in server.requests] == [f"question {torn_id[1:]}"]
+    assert sorted(r["id"] for r in records(out)) == ["p0", "p1", "p2"]
+
+
+def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, monkeypatch, capsys, kimi):
+    gate_standin.install(monkeypatch, open_=True)
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url)) == 0
+        assert main(gen_args(golden, prompts, out, server.url, "--model", "other/model")) == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_bad_prompts_file_names_line_and_field(tmp_path, golden, monkeypatch, capsys, kimi):
+    gate_standin.install(monkeypatch, open_=True)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"id": "a", "messages": [{"role": "user", "content": "x"}]}\n{"id": "b", "messages": "hi"}\n')
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, tmp_path / "out", server.url)) == 2
+        assert server.requests == []
+    assert f"{prompts}:2: field 'messages'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golden, kimi):
+    n = 80
+    prompts = write_prompts(tmp_path / "prompts.jsonl", n)
+    out = tmp_path / "out"
+    env = {**os.environ, "TOKFIDELITY_TEST_GATE": "open", "PYTHONPATH": str(ROOT)}
+    with FaultyServer(kimi, delay=0.03) as server:
+        args = CLI + gen_args(golden, prompts, out, server.url, "--concurrency", "4")
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        path = out / RECORDS_FILE
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_bytes().count(b"\n") >= 15:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        first = path.read_bytes().count(b"\n")
+        assert 15 <= first < n, "the run must be killed in the middle"
+        requested_before = len(server.requests)
+        resumed = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+    ids = [r["id"] for r in records(out)]
+    assert sorted(ids) == sorted(f"p{i}" for i in range(n)), "every prompt exactly once"
+    assert len(ids) == len(set(ids))
+    assert all(r["check"] == "ok" for r in records(out))
+    # the resume asked only for what was not already written
+    resumed_contents = [b["messages"][0]["content"] for _, b in server.requests[requested_before:]]
+    done_first = set(ids[:first])
+    assert not any(f"question {i}" in resumed_contents for i in range(n) if f"p{i}" in done_first)
+    assert f"{first} already done" in resumed.stderr or "already done" in resumed.stderr
