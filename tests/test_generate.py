@@ -15,12 +15,12 @@ import pytest
 from pipeline.cli import main
 from pipeline.generate import RECORDS_FILE, load_finished
 from pipeline.golden import write_dataset
-from servers import gate_standin
+from servers.gates import open_gate
 from servers.http_server import FaultyServer
 from servers.kimi_chat import KimiChat
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, str(ROOT / "tests" / "servers" / "cli_with_gate.py")]
+CLI = [sys.executable, "-m", "pipeline.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,11 @@ def golden(tmp_path):
     return golden_dir
 
 
+@pytest.fixture
+def gate_open(golden, tmp_path):
+    open_gate(golden / "T1_kimi", tmp_path / "state")
+
+
 def write_prompts(path: Path, n: int, extra=lambda i: {}) -> Path:
     with open(path, "w") as f:
         for i in range(n):
@@ -48,7 +53,7 @@ def write_prompts(path: Path, n: int, extra=lambda i: {}) -> Path:
 
 def gen_args(golden, prompts, out, url, *more):
     return ["generate", "--dataset", "T1", "--golden-dir", str(golden), "--prompts", str(prompts), "--out", str(out),
-            "--base-url", url, "--no-progress", "--retry-base-delay", "0.01", *more]
+            "--base-url", url, "--state-dir", str(Path(out).parent / "state"), "--no-progress", "--retry-base-delay", "0.01", *more]
 
 
 def records(out: Path) -> list[dict]:
@@ -56,7 +61,6 @@ def records(out: Path) -> list[dict]:
 
 
 def test_closed_gate_refuses_with_no_request_and_no_file(tmp_path, golden, monkeypatch, capsys, kimi):
-    gate_standin.install(monkeypatch, open_=False)
     prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
     out = tmp_path / "out"
     with FaultyServer(kimi) as server:
@@ -65,11 +69,10 @@ def test_closed_gate_refuses_with_no_request_and_no_file(tmp_path, golden, monke
     assert server.requests == []
     assert not out.exists()
     err = capsys.readouterr().err
-    assert "closed" in err and "pytest --tokfidelity-dataset=T1" in err
+    assert "closed" in err and "pytest --tokfidelity-dataset=T1_kimi" in err
 
 
-def test_generate_checks_usage_and_totals(tmp_path, golden, monkeypatch, capsys, kimi):
-    gate_standin.install(monkeypatch, open_=True)
+def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-never-written-42")
     tags = {3: " [bad-usage]", 4: " [no-usage]"}
     prompts = tmp_path / "prompts.jsonl"
@@ -118,8 +121,7 @@ def test_generate_checks_usage_and_totals(tmp_path, golden, monkeypatch, capsys,
     assert server.requests == [] and (out / RECORDS_FILE).stat().st_size == size
 
 
-def test_failed_samples_are_not_written_and_retried_next_run(tmp_path, golden, monkeypatch, kimi):
-    gate_standin.install(monkeypatch, open_=True)
+def test_failed_samples_are_not_written_and_retried_next_run(tmp_path, golden, gate_open, monkeypatch, kimi):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
     out = tmp_path / "out"
     with FaultyServer(kimi) as server:
@@ -132,8 +134,7 @@ def test_failed_samples_are_not_written_and_retried_next_run(tmp_path, golden, m
     assert sorted(r["id"] for r in records(out)) == ["p0", "p1", "p2"]
 
 
-def test_torn_last_line_is_cut_and_redone(tmp_path, golden, monkeypatch, kimi):
-    gate_standin.install(monkeypatch, open_=True)
+def test_torn_last_line_is_cut_and_redone(tmp_path, golden, gate_open, monkeypatch, kimi):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
     out = tmp_path / "out"
     with FaultyServer(kimi) as server:
@@ -150,8 +151,7 @@ def test_torn_last_line_is_cut_and_redone(tmp_path, golden, monkeypatch, kimi):
     assert sorted(r["id"] for r in records(out)) == ["p0", "p1", "p2"]
 
 
-def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, monkeypatch, capsys, kimi):
-    gate_standin.install(monkeypatch, open_=True)
+def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
     with FaultyServer(kimi) as server:
@@ -160,8 +160,7 @@ def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, monkeyp
     assert "other settings" in capsys.readouterr().err
 
 
-def test_bad_prompts_file_names_line_and_field(tmp_path, golden, monkeypatch, capsys, kimi):
-    gate_standin.install(monkeypatch, open_=True)
+def test_bad_prompts_file_names_line_and_field(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"id": "a", "messages": [{"role": "user", "content": "x"}]}\n{"id": "b", "messages": "hi"}\n')
     with FaultyServer(kimi) as server:
@@ -171,11 +170,11 @@ def test_bad_prompts_file_names_line_and_field(tmp_path, golden, monkeypatch, ca
 
 
 @pytest.mark.slow
-def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golden, kimi):
+def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golden, gate_open, kimi):
     n = 80
     prompts = write_prompts(tmp_path / "prompts.jsonl", n)
     out = tmp_path / "out"
-    env = {**os.environ, "TOKFIDELITY_TEST_GATE": "open", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with FaultyServer(kimi, delay=0.03) as server:
         args = CLI + gen_args(golden, prompts, out, server.url, "--concurrency", "4")
         proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -28,29 +28,19 @@ def closed_gate_exit(args, stage: str):
     if status.open:
         return None, status
     print(
-        f"tokfidelity {stage}: the gate of dataset {status.dataset or args.dataset} is closed; nothing was sent or written.\n"
-        f"{status.message}\nOpen it with: {status.open_command}",
+        f"tokfidelity {stage}: refused, nothing was sent or written. {status.message}\nOpen it with: {status.open_command}",
         file=sys.stderr,
     )
     return 3, status
 
 
-def default_golden_dir() -> Path:
-    here = Path.cwd() / "golden"
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "golden"
-
-
 def dataset_manifest(args, status):
     """The manifest of the gated dataset (the folder the gate named)."""
-    from ..golden import find_datasets, load_manifest
+    from ..gate import default_golden_dir, resolve_dataset_dir
+    from ..golden import load_manifest
 
     golden_dir = Path(args.golden_dir) if args.golden_dir else default_golden_dir()
-    folder = golden_dir / status.dataset
-    if not (folder / "manifest.json").exists():
-        folder = find_datasets(golden_dir, [args.dataset])[0]
-    return load_manifest(folder)
+    return load_manifest(resolve_dataset_dir(golden_dir, status.dataset))
 
 
 def add_arguments(p):

@@ -1,0 +1,23 @@
+"""Open a dataset's gate for a test the way a green verification run does: a real gate record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.gate import write_open_record
+from pipeline.golden import load_manifest
+from pipeline.tokenizer import load_tokenizer
+
+
+def open_gate(dataset_dir: Path, state_dir: Path) -> Path:
+    manifest = load_manifest(dataset_dir)
+    tokenizer = load_tokenizer(manifest.tokenizer)
+    return write_open_record(
+        dataset_dir,
+        state_dir=state_dir,
+        tokenizer_spec=manifest.tokenizer,
+        tokenizer_fingerprint=tokenizer.fingerprint,
+        profile=manifest.profile,
+        view=manifest.api_view,
+        counts={"samples": 1, "passed": 1},
+    )
