@@ -39,6 +39,10 @@ class ProfileSpec:
     tool_call_id_pattern: str | None = None  # regex an API-returned id must match to be used verbatim
     default_system_prompt: str | None = None
     description: str = ""
+    # Prompt rendering (pipeline.render): which turn format, and the system prompt the model's chat
+    # template inserts when a conversation has none (None: it inserts nothing).
+    chat_format: str | None = None
+    chat_default_system: str | None = None
 
     @property
     def has_tools(self) -> bool:
@@ -74,6 +78,7 @@ PROFILES: dict[str, ProfileSpec] = {
             markers={"think_end": "</think>", **_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
             prompt_markers={**_KIMI_PROMPT_MARKERS, "think_begin": "<think>", "think_end": "</think>"},
             thinking=True,
+            chat_format="kimi-k2.5",  # as ../shared/tokenizers/kimi-k2.5/chat_template.jinja: no default system
             description="Kimi K2.5 with thinking: the prompt ends <|im_assistant|>assistant<|im_middle|><think>, "
             "so the output is reasoning, </think>, content, tool-call section, <|im_end|>.",
             **_KIMI_COMMON,
@@ -83,6 +88,8 @@ PROFILES: dict[str, ProfileSpec] = {
             default_tokenizer="moonshotai/Kimi-K2-Instruct",
             markers={**_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
             prompt_markers=_KIMI_PROMPT_MARKERS,
+            chat_format="kimi-k2",
+            chat_default_system="You are a helpful assistant",  # as kimi-k2/chat_template.jinja
             description="Kimi K2 Instruct: content, tool-call section, <|im_end|>; no thinking.",
             **_KIMI_COMMON,
         ),
@@ -91,6 +98,8 @@ PROFILES: dict[str, ProfileSpec] = {
             default_tokenizer="HuggingFaceTB/SmolLM2-135M-Instruct",
             markers={"stop": "<|im_end|>"},
             prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
+            chat_format="chatml",
+            chat_default_system="You are a helpful AI assistant named SmolLM, trained by Hugging Face",  # SmolLM2's template
             description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
         ),
     )
