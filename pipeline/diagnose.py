@@ -407,7 +407,7 @@ class _Bytes:
         n = len(ids)
         indices = [
             *range(max(0, hunk_lo - WINDOW), min(hunk_hi, hunk_lo + WINDOW_HUNK)),
-            *range(max(hunk_hi, hunk_lo + WINDOW_HUNK), min(n, hunk_hi + WINDOW)),
+            *range(hunk_hi, min(n, hunk_hi + WINDOW)),
         ]
         if not indices:
             return []
