@@ -1,6 +1,60 @@
-"""pytest entry point (being written: issue 3)."""
+"""pytest entry point of tokfidelity: ``pytest --tokfidelity-dataset=NAME``.
+
+Only options live here. Without ``--tokfidelity-dataset`` nothing else is imported and no
+hook runs; with it, one ``FidelitySession`` (see session.py) does the work and adds the suite
+of suite.py to the collected tests (alone, when no test paths were given).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
 
 
-def pytest_addoption(parser):
-    group = parser.getgroup("tokfidelity")
-    group.addoption("--tokfidelity-dataset", action="append", default=[], help="golden dataset(s) to verify")
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tokfidelity", "token fidelity of golden datasets")
+    group.addoption(
+        "--tokfidelity-dataset", action="append", default=[], metavar="NAME",
+        help="verify golden dataset NAME (a folder NAME or NAME_*); repeatable, comma-separated; 'all' for every one",
+    )
+    group.addoption("--tokfidelity-golden-dir", default=None, metavar="DIR",
+                    help="folder of golden datasets (default: ini tokfidelity_golden_dir, else ./golden, else the project's)")
+    group.addoption("--tokfidelity-tokenizer", default=None, metavar="PATH", help="tokenizer to use instead of the manifest's")
+    group.addoption("--tokfidelity-view", default=None, metavar="VIEW", help="API view to use instead of the manifest's api_view")
+    group.addoption("--tokfidelity-sample", type=int, default=None, metavar="N",
+                    help="verify a deterministic subset of N samples per dataset (a quick run: no gate record)")
+    group.addoption("--tokfidelity-state-dir", default=None, metavar="DIR",
+                    help="where gate records go (default: $TOKFIDELITY_STATE_DIR, else .tokfidelity)")
+    parser.addini("tokfidelity_golden_dir", "folder of golden datasets, relative to the rootdir", default=None)
+
+
+def _dataset_names(config: pytest.Config) -> list[str]:
+    return [n.strip() for value in config.option.tokfidelity_dataset for n in value.split(",") if n.strip()]
+
+
+def _golden_dir(config: pytest.Config) -> Path:
+    if config.option.tokfidelity_golden_dir:
+        return Path(config.option.tokfidelity_golden_dir)
+    ini = config.getini("tokfidelity_golden_dir")
+    if ini:
+        return config.rootpath / ini
+    from pipeline.gate import default_golden_dir
+
+    return default_golden_dir()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    names = _dataset_names(config)
+    if not names:
+        return
+    from .session import SESSION_KEY, FidelitySession
+
+    try:
+        session = FidelitySession(config, names, _golden_dir(config))
+    except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly
+        raise pytest.UsageError(f"--tokfidelity-dataset: {e}") from None
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "tokfidelity-session")
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = []  # no paths given: run the fidelity suite alone, not testpaths

@@ -1,0 +1,160 @@
+"""Verdicts on golden samples: reconstruct, compare, diagnose, apply the accept policy.
+
+Plain functions for anything that judges golden data (the pytest plugin is one caller).
+``Judge`` binds a dataset's profile, tokenizer, view and accept policy once; calling it on a
+sample is the per-sample path, run millions of times: no per-call setup in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .golden import GoldenError, GoldenSample, Manifest
+from .profiles import Profile
+from .tokenizer import Tokenizer
+
+__all__ = [
+    "EXACT",
+    "POLICY",
+    "DIVERGENT",
+    "BAD_INPUT",
+    "Verdict",
+    "Judge",
+    "policy_problems",
+    "vocabulary_problems",
+    "stop_token_problems",
+]
+
+# Verdict kinds.
+EXACT = "exact"  # reconstruction equals the golden ids
+POLICY = "policy"  # differs only in text-preserving ways the manifest's accept policy allows
+DIVERGENT = "divergent"  # differs otherwise: passes only as a reviewed (snapshotted) divergence
+BAD_INPUT = "bad-input"  # the sample (or its recorded response) cannot be read
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    sample_id: str
+    line: int
+    kind: str
+    n_tokens: int = 0  # golden output ids
+    classes: tuple[str, ...] = ()  # divergence classes, each once, in order of first hunk
+    hunks: int = 0
+    hunks_by_class: Mapping[str, int] = field(default_factory=dict)
+    signature: Any = None  # Diagnosis.signature(): what a reviewed snapshot stores
+    report: str = ""  # the rendered diagnosis, or what is wrong with the input
+
+
+def policy_problems(accept: Mapping[str, float]) -> list[str]:
+    """What is wrong with a manifest's ``accept`` policy: only text-preserving classes may be listed."""
+    from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES
+
+    problems = []
+    for cls in accept:
+        if cls not in CLASSES:
+            problems.append(f"accept.{cls}: unknown divergence class; known: {', '.join(CLASSES)}")
+        elif cls not in TEXT_PRESERVING_CLASSES:
+            problems.append(
+                f"accept.{cls}: this class changes or loses text, so no policy may accept it; "
+                "review each such sample and record it with --snapshot-update instead"
+            )
+    return problems
+
+
+class Judge:
+    """Verdicts for one dataset's samples, with everything per-dataset bound once."""
+
+    def __init__(self, profile: Profile, tokenizer: Tokenizer, view: str, accept: Mapping[str, float] | None = None):
+        from .reconstruct import reconstruct_output_ids
+        from .responses import parse_response
+        from .views import api_view
+
+        self.profile = profile
+        self.tokenizer = tokenizer
+        self.view = view
+        try:
+            from .diagnose import TEXT_PRESERVING_CLASSES
+        except ImportError:  # diagnosis not available yet: nothing is accepted by policy
+            TEXT_PRESERVING_CLASSES = ()
+        # Only text-preserving classes can be accepted by policy, whatever the manifest says.
+        self.accept = {c: r for c, r in (accept or {}).items() if c in TEXT_PRESERVING_CLASSES}
+        self._reconstruct = reconstruct_output_ids
+        self._parse_response = parse_response
+        self._api_view = api_view
+
+    def __call__(self, sample: GoldenSample | GoldenError) -> Verdict:
+        if isinstance(sample, GoldenError):
+            return Verdict("", sample.line, BAD_INPUT, report=str(sample))
+        from .reconstruct import ReconstructionError
+        from .responses import ResponseError
+
+        golden = sample.output_ids
+        try:
+            if sample.response is not None:
+                response = self._parse_response(sample.response)
+            else:
+                response = self._api_view(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
+            rebuilt = self._reconstruct(response, self.profile, self.tokenizer)
+        except (ResponseError, ReconstructionError) as e:
+            where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"
+            return Verdict(
+                sample.id, sample.line, BAD_INPUT, len(golden),
+                report=f"{sample.id}: line {sample.line}: field {where!r}: {str(e).split(': ', 1)[-1]}",
+            )
+        if rebuilt == golden:
+            return Verdict(sample.id, sample.line, EXACT, len(golden))
+        return self._diagnosed(sample, golden, rebuilt)
+
+    def _diagnosed(self, sample: GoldenSample, golden: Sequence[int], rebuilt: Sequence[int]) -> Verdict:
+        from .diagnose import diagnose
+
+        diagnosis = diagnose(golden, rebuilt, self.tokenizer, profile=self.profile, finish_reason=sample.finish_reason)
+        by_class: dict[str, int] = {}
+        for hunk in diagnosis.hunks:
+            by_class[hunk.cls] = by_class.get(hunk.cls, 0) + 1
+        accepted = bool(diagnosis.hunks) and all(h.text_preserving and h.cls in self.accept for h in diagnosis.hunks)
+        return Verdict(
+            sample.id,
+            sample.line,
+            POLICY if accepted else DIVERGENT,
+            len(golden),
+            classes=tuple(by_class),
+            hunks=len(diagnosis.hunks),
+            hunks_by_class=by_class,
+            signature=None if accepted else diagnosis.signature(),
+            report="" if accepted else diagnosis.render(),
+        )
+
+
+def vocabulary_problems(samples: Iterable[GoldenSample], tokenizer: Tokenizer, limit: int = 10) -> list[str]:
+    """Samples holding ids outside the tokenizer's vocabulary (first ``limit``)."""
+    n = tokenizer.n_vocab
+    problems = []
+    for s in samples:
+        ids = s.output_ids
+        if ids and (min(ids) < 0 or max(ids) >= n):
+            bad = sorted({i for i in ids if not 0 <= i < n})
+            problems.append(f"line {s.line} ({s.id}): ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{n - 1})")
+            if len(problems) >= limit:
+                break
+    return problems
+
+
+def stop_token_problems(samples: Iterable[GoldenSample], profile: Profile, tokenizer: Tokenizer, limit: int = 10) -> list[str]:
+    """``stop`` samples whose last id is not the profile's stop token (first ``limit``)."""
+    stop = profile.stop_id
+    problems = []
+    for s in samples:
+        if s.finish_reason == "stop" and (not s.output_ids or s.output_ids[-1] != stop):
+            last = s.output_ids[-1] if s.output_ids else None
+            found = "no ids" if last is None else f"{last} {tokenizer.token_text(last)!r}" if tokenizer.is_valid_id(last) else str(last)
+            problems.append(
+                f"line {s.line} ({s.id}): finish_reason stop but the last id is {found}, not "
+                f"{stop} {profile.texts['stop']!r}"
+            )
+            if len(problems) >= limit:
+                break
+    return problems
+

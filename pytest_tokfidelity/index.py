@@ -1,0 +1,127 @@
+"""Where each sample of a ``samples.jsonl`` is, without parsing its token ids.
+
+Collection only needs a test id per sample; parsing 40,000 samples of 3,500 ids would cost
+seconds and gigabytes in a process that runs none of them. ``SampleIndex`` keeps each line's
+byte offset, length, line number and sample id (read from the line's start when the id comes
+first, as ``pipeline.golden.write_dataset`` writes it). ``read`` parses one sample fully.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from array import array
+from pathlib import Path
+
+from pipeline.golden import GoldenError, GoldenSample, parse_sample
+
+try:
+    import orjson
+
+    _loads = orjson.loads
+    _DecodeError: tuple[type[Exception], ...] = (orjson.JSONDecodeError,)
+except ImportError:  # pragma: no cover - orjson is a dependency; stdlib json is the fallback
+    _loads = json.loads
+    _DecodeError = (json.JSONDecodeError,)
+
+__all__ = ["SampleIndex"]
+
+_LEADING_ID = re.compile(rb'\s*\{\s*"id"\s*:\s*("(?:[^"\\\n]|\\.)*"|-?\d+)\s*[,}]')
+
+
+def _id_of(line: bytes) -> str | None:
+    m = _LEADING_ID.match(line)
+    if m:
+        raw = m.group(1)
+        return json.loads(raw) if raw[:1] == b'"' else raw.decode()
+    try:
+        obj = _loads(line)
+    except (*_DecodeError, ValueError):
+        return None
+    if isinstance(obj, dict):
+        value = obj.get("id")
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+class SampleIndex:
+    """Offsets and ids of every non-blank line of one samples file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.lines = array("q")
+        self.ids: list[str | None] = []  # None: no id readable (the line's test is named line-N)
+        self.duplicate_of: dict[int, int] = {}  # position -> line where the id was first seen
+        self.missing = False
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            self.missing = True
+            return
+        first_line: dict[str, int] = {}
+        offset = 0
+        with f:
+            for line_no, line in enumerate(f, 1):
+                n = len(line)
+                if line.strip():
+                    sample_id = _id_of(line)
+                    position = len(self.ids)
+                    if sample_id is not None:
+                        if sample_id in first_line:
+                            self.duplicate_of[position] = first_line[sample_id]
+                        else:
+                            first_line[sample_id] = line_no
+                    self.offsets.append(offset)
+                    self.lengths.append(n)
+                    self.lines.append(line_no)
+                    self.ids.append(sample_id)
+                offset += n
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def name(self, position: int) -> str:
+        """The sample's part of a test id: its id, or line-N when it has none or repeats one."""
+        sample_id = self.ids[position]
+        if sample_id is None:
+            return f"line-{self.lines[position]}"
+        if position in self.duplicate_of:
+            return f"{sample_id}@line-{self.lines[position]}"
+        return sample_id
+
+    def subset(self, n: int) -> list[int]:
+        """A deterministic subset of n positions, stable when samples are added: smallest sha1 of the name."""
+        if n >= len(self):
+            return list(range(len(self)))
+        ranked = sorted(range(len(self)), key=lambda p: hashlib.sha1(self.name(p).encode()).digest())
+        return sorted(ranked[:n])
+
+    def read(self, position: int, fd: int) -> GoldenSample | GoldenError:
+        """Parse one sample fully (``fd``: an open descriptor of the file; pread is thread-safe)."""
+        line_no = self.lines[position]
+        if position in self.duplicate_of:
+            return GoldenError(
+                self.path, line_no, "id", f"duplicate id {self.ids[position]!r} (first on line {self.duplicate_of[position]})"
+            )
+        data = os.pread(fd, self.lengths[position], self.offsets[position])
+        try:
+            obj = _loads(data)
+        except (*_DecodeError, ValueError) as e:
+            try:  # the stdlib says where
+                json.loads(data)
+            except json.JSONDecodeError as je:
+                return GoldenError(self.path, line_no, None, f"not valid JSON: {je.msg} (column {je.colno})")
+            except UnicodeDecodeError:
+                pass
+            return GoldenError(self.path, line_no, None, f"not valid JSON: {e}")
+        try:
+            return parse_sample(obj, self.path, line_no)
+        except GoldenError as e:
+            return e

@@ -1,0 +1,508 @@
+"""The one object behind the plugin: datasets, verdicts, counts, the summary and the gate.
+
+Every process (a lone pytest, or each xdist worker) holds one ``FidelitySession``: it indexes
+the selected datasets for collection, loads each dataset's tokenizer and profile once,
+computes verdicts in windows of upcoming samples (threads share the tokenizer's encode) and
+counts outcomes. The controlling process (the lone pytest, or the xdist controller) also
+tallies reports, merges workers' counts, prints the per-dataset summary, and writes or closes
+each dataset's gate record.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline import gate
+from pipeline.fidelity import BAD_INPUT, DIVERGENT, EXACT, POLICY, Judge, Verdict
+from pipeline.golden import GoldenError, GoldenSample, Manifest, find_datasets, load_manifest
+
+from .index import SampleIndex
+from .snapshots import DiagnosisExtension, snapshot_file, stored_names
+
+__all__ = ["FidelitySession", "session_of", "SESSION_KEY", "SUITE_NODE_NAME", "DATASET_CHECKS"]
+
+SESSION_KEY = pytest.StashKey["FidelitySession"]()
+# The suite's node path: a name under the rootdir, so that node ids read
+# ``tokfidelity_suite.py::test_fidelity[<DATASET>/<id>]`` and only the rootdir's conftest
+# applies (the package's own folder may sit below a project conftest).
+SUITE_NODE_NAME = "tokfidelity_suite.py"
+DATASET_CHECKS = ("test_manifest", "test_vocabulary", "test_special_tokens", "test_stop_tokens")
+SAMPLE_TEST = "test_fidelity"
+WINDOW_MIN, WINDOW_MAX = 8, 512
+_WORKER_OUTPUT_KEY = "tokfidelity_counts"
+
+
+def session_of(config: pytest.Config) -> "FidelitySession":
+    return config.stash[SESSION_KEY]
+
+
+class SuiteModule(pytest.Module):
+    """The fidelity suite (``pytest_tokfidelity.suite``), collected under a node path in the rootdir."""
+
+    def _getobj(self):
+        from . import suite
+
+        return suite
+
+
+def _new_counts() -> dict[str, Any]:
+    return {
+        "samples": 0, "exact": 0, "policy": 0, "known": 0, "new": 0, "bad_input": 0,
+        "tokens": 0, "hunks": 0,
+        "policy_hunks_by_class": {}, "known_by_class": {}, "new_by_class": {},
+        "stale_snapshots": [],
+    }
+
+
+def _merge_counts(into: dict[str, Any], other: dict[str, Any]) -> None:
+    for key, value in other.items():
+        if isinstance(value, dict):
+            target = into.setdefault(key, {})
+            for k, v in value.items():
+                target[k] = target.get(k, 0) + v
+        elif isinstance(value, list):
+            into.setdefault(key, []).extend(value)
+        else:
+            into[key] = into.get(key, 0) + value
+
+
+def _bump(counter: dict[str, int], keys) -> None:
+    for k in keys:
+        counter[k] = counter.get(k, 0) + 1
+
+
+class DatasetRun:
+    """One dataset in one process: its manifest, index, judge and verdicts."""
+
+    def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: str | None):
+        self.position = position
+        self.dir = path
+        self.name = path.name
+        self.tokenizer_override = tokenizer_override
+        self.view_override = view_override
+        self.manifest: Manifest | None = None
+        self.manifest_error: str | None = None
+        try:
+            self.manifest = load_manifest(path)
+        except GoldenError as e:
+            self.manifest_error = str(e)
+        self._index: SampleIndex | None = None
+        self._setup: tuple[Judge | None, str | None] | None = None
+        self._stored: set[str] | None = None
+        self._fd: int | None = None
+        self._scan: tuple[list[str], list[str]] | None = None
+        self.selected: list[int] = []  # positions collected as tests, in order
+        self.rank: dict[int, int] = {}
+        self.verdicts: dict[int, Verdict | BaseException] = {}
+        self.next_rank = -1
+        self.window = WINDOW_MIN
+
+    # -- per-process resources, loaded on first use ----------------------------------------
+    @property
+    def index(self) -> SampleIndex:
+        if self._index is None:
+            self._index = SampleIndex(self.dir / "samples.jsonl")
+        return self._index
+
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.index.path, os.O_RDONLY)
+        return self._fd
+
+    @property
+    def view(self) -> str:
+        return self.view_override or (self.manifest.api_view if self.manifest else "sglang")
+
+    @property
+    def tokenizer_spec(self) -> str | None:
+        return self.tokenizer_override or (self.manifest.tokenizer if self.manifest else None)
+
+    def setup(self) -> tuple[Judge | None, str | None]:
+        """(judge, None), or (None, why this dataset's samples cannot be judged)."""
+        if self._setup is None:
+            self._setup = self._load()
+        return self._setup
+
+    def _load(self) -> tuple[Judge | None, str | None]:
+        if self.manifest is None:
+            return None, f"the manifest is invalid: {self.manifest_error}"
+        from pipeline.profiles import bind_profile
+        from pipeline.tokenizer import load_tokenizer
+
+        try:
+            tokenizer = load_tokenizer(self.tokenizer_spec)
+        except Exception as e:  # noqa: BLE001 - shown in the dataset's tests, never crashing the session
+            return None, f"{self.dir / 'manifest.json'}: field 'tokenizer': cannot load {self.tokenizer_spec!r}: {e}"
+        try:
+            profile = bind_profile(self.manifest.profile, tokenizer)
+        except Exception as e:  # noqa: BLE001
+            return None, f"{self.dir / 'manifest.json'}: field 'profile': {e}"
+        return Judge(profile, tokenizer, self.view, self.manifest.accept), None
+
+    @property
+    def stored(self) -> set[str]:
+        """Names of the reviewed divergences on disk (read once per process)."""
+        if self._stored is None:
+            self._stored = stored_names(self.dir)
+        return self._stored
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # -- whole-dataset scan for the dataset checks ------------------------------------------
+    def scan(self) -> tuple[list[str], list[str]]:
+        """(vocabulary problems, stop-token problems) over every readable sample, once."""
+        if self._scan is None:
+            from pipeline.fidelity import stop_token_problems, vocabulary_problems
+
+            judge, _ = self.setup()
+            samples = [s for s in (self.index.read(p, self.fd) for p in range(len(self.index))) if isinstance(s, GoldenSample)]
+            self._scan = (
+                vocabulary_problems(samples, judge.tokenizer),
+                stop_token_problems(samples, judge.profile, judge.tokenizer),
+            )
+        return self._scan
+
+
+class FidelitySession:
+    """Per-process state of a ``--tokfidelity-dataset`` run, registered as a pytest plugin."""
+
+    def __init__(self, config: pytest.Config, names: list[str], golden_dir: Path):
+        self.config = config
+        self.golden_dir = golden_dir
+        opt = config.option
+        self.sample_limit: int | None = opt.tokfidelity_sample
+        self.datasets = [
+            DatasetRun(i, p, opt.tokfidelity_tokenizer, opt.tokfidelity_view)
+            for i, p in enumerate(find_datasets(golden_dir, names))
+        ]
+        self.by_name = {d.name: d for d in self.datasets}
+        self.is_worker = hasattr(config, "workerinput")
+        self.counts: dict[str, dict[str, Any]] = {d.name: _new_counts() for d in self.datasets}
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if self.is_worker else 1
+        cpus = os.cpu_count() or 1
+        self.threads = max(1, min(4, cpus // workers))
+        self._pool: ThreadPoolExecutor | None = None
+        self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
+        # controller-side tallies
+        self.started = time.perf_counter()
+        self.reports: dict[str, dict[str, Any]] = {
+            d.name: {"passed": set(), "checks": set(), "failed": set()} for d in self.datasets
+        }
+        self.lost_workers: list[str] = []
+        self.summary_lines: list[str] = []
+
+    # -- collection ---------------------------------------------------------------------------
+    def sample_cases(self) -> tuple[list[tuple[int, int]], list[str]]:
+        keys, ids = [], []
+        for ds in self.datasets:
+            index = ds.index
+            positions = index.subset(self.sample_limit) if self.sample_limit else range(len(index))
+            for p in positions:
+                keys.append((ds.position, p))
+                ids.append(f"{ds.name}/{index.name(p)}")
+        return keys, ids
+
+    def dataset_cases(self) -> tuple[list[int], list[str]]:
+        return [d.position for d in self.datasets], [d.name for d in self.datasets]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        module = SuiteModule.from_parent(session, path=self.config.rootpath / SUITE_NODE_NAME)
+        items[:0] = [i for i in session.genitems(module)]
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for ds in self.datasets:
+            ds.selected.clear()
+        for item in session.items:
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None and getattr(item, "originalname", None) == SAMPLE_TEST:
+                d, p = callspec.params["case"]
+                self.datasets[d].selected.append(p)
+        for ds in self.datasets:
+            ds.rank = {p: r for r, p in enumerate(ds.selected)}
+
+    def dataset_of_item(self, item: pytest.Item) -> DatasetRun:
+        params = item.callspec.params
+        return self.datasets[params["case"][0] if "case" in params else params["dataset"]]
+
+    # -- verdicts -------------------------------------------------------------------------------
+    def _judge_window(self, ds: DatasetRun, position: int) -> None:
+        rank = ds.rank.get(position, 0)
+        ds.window = min(ds.window * 2, WINDOW_MAX) if rank == ds.next_rank else WINDOW_MIN
+        todo = [p for p in ds.selected[rank : rank + ds.window] if p not in ds.verdicts] or [position]
+        ds.next_rank = rank + ds.window
+        judge, _ = ds.setup()
+        index, fd = ds.index, ds.fd
+
+        def one(p: int) -> Verdict | BaseException:
+            try:
+                return judge(index.read(p, fd))
+            except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                return e
+
+        if self.threads > 1 and len(todo) > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tokfidelity")
+            results = list(self._pool.map(one, todo, chunksize=max(1, len(todo) // (self.threads * 4))))
+        else:
+            results = [one(p) for p in todo]
+        ds.verdicts.update(zip(todo, results))
+
+    def check_sample(self, case: tuple[int, int], request: pytest.FixtureRequest) -> None:
+        ds = self.datasets[case[0]]
+        position = case[1]
+        counts = self.counts[ds.name]
+        judge, why = ds.setup()
+        counts["samples"] += 1
+        if judge is None:
+            counts["bad_input"] += 1
+            pytest.fail(f"cannot verify {ds.name}/{ds.index.name(position)}: {why}", pytrace=False)
+        verdict = ds.verdicts.pop(position, None)
+        if verdict is None:
+            self._judge_window(ds, position)
+            verdict = ds.verdicts.pop(position)
+        if isinstance(verdict, BaseException):
+            counts["bad_input"] += 1
+            raise verdict
+        counts["tokens"] += verdict.n_tokens
+        kind = verdict.kind
+        if kind == BAD_INPUT:
+            counts["bad_input"] += 1
+            pytest.fail(verdict.report, pytrace=False)
+        counts["hunks"] += verdict.hunks
+        if kind in (EXACT, POLICY):
+            counts["exact" if kind == EXACT else "policy"] += 1
+            if kind == POLICY:
+                policy_hunks = counts["policy_hunks_by_class"]
+                for cls, n in verdict.hunks_by_class.items():
+                    policy_hunks[cls] = policy_hunks.get(cls, 0) + n
+            if ds.stored and request.node.name in ds.stored:
+                counts["stale_snapshots"].append(request.node.name)
+            return
+        snapshot = request.getfixturevalue("snapshot").use_extension(DiagnosisExtension)
+        if snapshot == verdict.signature:
+            counts["known"] += 1
+            _bump(counts["known_by_class"], verdict.classes)
+            return
+        counts["new"] += 1
+        _bump(counts["new_by_class"], verdict.classes)
+        stored = request.node.name in ds.stored
+        hint = (
+            f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
+            if stored
+            else "No reviewed divergence is stored for this sample."
+        )
+        pytest.fail(
+            f"{ds.name}/{ds.index.name(position)} (line {verdict.line}): the rebuilt ids differ from the golden ids: "
+            f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
+            f"record it with `pytest --tokfidelity-dataset={ds.name} --snapshot-update`.",
+            pytrace=False,
+        )
+
+    # -- dataset checks -------------------------------------------------------------------------
+    def check_dataset(self, name: str, dataset: int) -> None:
+        ds = self.datasets[dataset]
+        if name == "test_manifest":
+            if ds.manifest_error:
+                pytest.fail(ds.manifest_error, pytrace=False)
+            problems = []
+            try:
+                from pipeline.fidelity import policy_problems
+
+                problems = policy_problems(ds.manifest.accept)
+            except ImportError as e:
+                problems = [f"accept: cannot check the policy ({e})"] if ds.manifest.accept else []
+            _, why = ds.setup()
+            if why:
+                problems.append(why)
+            if ds.index.missing:
+                problems.append(f"{ds.index.path}: missing: every dataset folder needs a samples.jsonl")
+            if problems:
+                pytest.fail(f"{ds.dir / 'manifest.json'}:\n  " + "\n  ".join(problems), pytrace=False)
+            return
+        judge, why = ds.setup()
+        if judge is None:
+            pytest.fail(f"cannot check {ds.name}: {why}", pytrace=False)
+        if name == "test_special_tokens":
+            from pipeline.audit import audit
+
+            report = audit(judge.profile, judge.tokenizer)
+            if not report.ok:
+                pytest.fail(f"special-token audit of profile {judge.profile.name} on {judge.tokenizer.name}:\n{report.render()}", pytrace=False)
+            return
+        vocabulary, stops = ds.scan()
+        problems = vocabulary if name == "test_vocabulary" else stops
+        if problems:
+            pytest.fail(f"{ds.index.path}:\n  " + "\n  ".join(problems), pytrace=False)
+
+    # -- hooks: every process ---------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+        for ds in self.datasets:
+            ds.close()
+        if self.is_worker:
+            self.config.workeroutput[_WORKER_OUTPUT_KEY] = self.counts
+            return
+        self._finish_controller(session)
+
+    # -- hooks: controlling process ---------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.is_worker:
+            return
+        path, _, name = report.nodeid.partition("::")
+        if path != SUITE_NODE_NAME or "[" not in name:
+            return
+        func, _, param = name.partition("[")
+        param = param[:-1]
+        dataset = param.split("/", 1)[0]
+        tally = self.reports.get(dataset)
+        if tally is None:
+            return
+        if report.failed:
+            tally["failed"].add(name)
+        elif report.when == "call" and report.passed:
+            tally["passed" if func == SAMPLE_TEST else "checks"].add(name if func == SAMPLE_TEST else func)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        output = getattr(node, "workeroutput", {}) or {}
+        for name, counts in output.get(_WORKER_OUTPUT_KEY, {}).items():
+            if name in self.counts:
+                _merge_counts(self.counts[name], counts)
+        if error:
+            self.lost_workers.append(f"{getattr(node, 'gateway', None) and node.gateway.id}: {error}")
+
+    def _partial_reasons(self, session: pytest.Session) -> list[str]:
+        opt = self.config.option
+        reasons = []
+        if getattr(opt, "keyword", ""):
+            reasons.append(f"-k {opt.keyword!r}")
+        if getattr(opt, "markexpr", ""):
+            reasons.append(f"-m {opt.markexpr!r}")
+        if getattr(opt, "deselect", None):
+            reasons.append("--deselect")
+        if getattr(opt, "lf", False):
+            reasons.append("--lf")
+        if self.sample_limit:
+            reasons.append(f"--tokfidelity-sample={self.sample_limit}")
+        if session.shouldstop or session.shouldfail:
+            reasons.append(f"stopped early ({session.shouldstop or session.shouldfail})")
+        if self.lost_workers:
+            reasons.append("lost xdist worker(s): " + "; ".join(self.lost_workers))
+        if self.update_snapshots:
+            reasons.append("--snapshot-update (review the recorded divergences, then run again without it)")
+        return reasons
+
+    def _finish_controller(self, session: pytest.Session) -> None:
+        wall = time.perf_counter() - self.started
+        partial = self._partial_reasons(session)
+        state_dir = self.config.option.tokfidelity_state_dir
+        args = list(self.config.invocation_params.args)
+        for ds in self.datasets:
+            counts = self.counts[ds.name]
+            tally = self.reports[ds.name]
+            problems = [f"{len(tally['failed'])} test(s) failed"] if tally["failed"] else []
+            problems += self._rate_problems(ds, counts)
+            if self.update_snapshots and counts["stale_snapshots"]:
+                DiagnosisExtension().delete_snapshots(
+                    snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts["stale_snapshots"])
+                )
+            gate_note = self._gate(ds, counts, tally, problems, partial, state_dir, args)
+            if problems and not tally["failed"]:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            self.summary_lines += self._summary(ds, counts, wall, gate_note, problems)
+
+    def _rate_problems(self, ds: DatasetRun, counts: dict[str, Any]) -> list[str]:
+        problems = []
+        tokens = counts["tokens"]
+        if ds.manifest is not None:
+            for cls, n in counts["policy_hunks_by_class"].items():
+                limit = ds.manifest.accept.get(cls, 0.0)
+                if tokens and n / tokens > limit:
+                    problems.append(
+                        f"accept policy exceeded: {n} {cls} hunks in {tokens} tokens "
+                        f"({n / tokens:.5f} per token) > {limit} (manifest accept.{cls})"
+                    )
+        return problems
+
+    def _gate(self, ds, counts, tally, problems, partial, state_dir, args) -> str:
+        record_counts = {k: v for k, v in counts.items() if not isinstance(v, list)}
+        if problems:
+            reason = "; ".join(problems) + f" (pytest {' '.join(args)})"
+            gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=record_counts, pytest_args=args)
+            return "closed (record written: " + "; ".join(problems) + ")"
+        if partial:
+            return "record unchanged: partial run (" + ", ".join(partial) + ")"
+        expected = SampleIndex(ds.index.path).__len__() if ds._index is None else len(ds.index)
+        missing_checks = [c for c in DATASET_CHECKS if c not in tally["checks"]]
+        if len(tally["passed"]) != expected or missing_checks:
+            return (
+                f"record unchanged: {len(tally['passed'])} of {expected} samples passed"
+                + (f", checks not passed: {', '.join(missing_checks)}" if missing_checks else "")
+            )
+        samples = counts["samples"] or 1
+        limit = ds.manifest.max_known_divergence_rate
+        if counts["known"] / samples > limit:
+            reason = (
+                f"known-divergence rate {counts['known']}/{counts['samples']} = {counts['known'] / samples:.4f} "
+                f"exceeds the manifest's max_known_divergence_rate {limit}"
+            )
+            gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=record_counts, pytest_args=args)
+            return f"closed: {reason}"
+        judge, _ = ds.setup()
+        path = gate.write_open_record(
+            ds.dir,
+            state_dir=state_dir,
+            tokenizer_spec=ds.tokenizer_spec,
+            tokenizer_fingerprint=judge.tokenizer.fingerprint,
+            profile=judge.profile.name,
+            view=ds.view,
+            counts=record_counts,
+            pytest_args=args,
+        )
+        return f"open (record {path})"
+
+    def _summary(self, ds, counts, wall, gate_note, problems) -> list[str]:
+        n = counts["samples"]
+        tokens = counts["tokens"]
+        divergent = counts["policy"] + counts["known"] + counts["new"]
+
+        def by_class(d: dict[str, int]) -> str:
+            return ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"
+
+        per_k = 1000 * counts["hunks"] / tokens if tokens else 0.0
+        lines = [
+            f"{ds.name}: {n} samples, {counts['exact']} exact, {counts['policy']} accepted by policy "
+            f"(hunks: {by_class(counts['policy_hunks_by_class'])}), {counts['known']} known divergences "
+            f"({by_class(counts['known_by_class'])}), {counts['new']} new divergences ({by_class(counts['new_by_class'])}), "
+            f"{counts['bad_input']} bad input",
+            f"  rates: {divergent / n if n else 0:.2%} of samples diverge, {per_k:.3f} hunks per 1,000 tokens; "
+            f"{tokens:,} tokens in {wall:.2f} s ({tokens / wall if wall else 0:,.0f} tokens/s)",
+        ]
+        if counts["stale_snapshots"]:
+            verb = "removed" if self.update_snapshots else "stale (sample now passes without it; --snapshot-update removes it)"
+            lines.append(f"  {len(counts['stale_snapshots'])} reviewed divergence(s) {verb}")
+        for p in problems:
+            if not p.endswith("failed"):
+                lines.append(f"  FAILED: {p}")
+        lines.append(f"  gate: {gate_note}")
+        return lines
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.is_worker or not self.summary_lines:
+            return
+        terminalreporter.section("tokfidelity")
+        for line in self.summary_lines:
+            terminalreporter.write_line(line)

@@ -1,0 +1,83 @@
+"""Reviewed divergences as syrupy snapshots, stored beside their dataset.
+
+One file per dataset, ``<dataset>/__snapshots__/fidelity.ambr`` (syrupy's amber layout: a
+``# name: test_fidelity[<DATASET>/<id>]`` header per sample), holding the Diagnosis
+signature as key-sorted JSON with one line per key or hunk: short, readable, and a review
+diff shows exactly which hunk changed. Exact samples have no entry. The plugin, not syrupy,
+finds stale entries (their sample is exact now): syrupy's unused-snapshot search assumes
+snapshots live beside test files, and would misjudge these.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from syrupy.data import SnapshotCollections
+from syrupy.extensions.amber import AmberDataSerializer, AmberSnapshotExtension
+
+__all__ = ["DiagnosisExtension", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
+
+SNAPSHOT_DIRNAME = "__snapshots__"
+SNAPSHOT_BASENAME = "fidelity"
+
+
+def snapshot_file(dataset_dir: Path) -> Path:
+    return Path(dataset_dir) / SNAPSHOT_DIRNAME / f"{SNAPSHOT_BASENAME}.{DiagnosisExtension.file_extension}"
+
+
+def stored_names(dataset_dir: Path) -> set[str]:
+    path = snapshot_file(dataset_dir)
+    if not path.is_file():
+        return set()
+    return {s.name for s in AmberDataSerializer.read_file(str(path))}
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def format_signature(signature: Any) -> str:
+    """A signature as text: a dict gets one line per key; a list of dicts one line per dict."""
+    if not isinstance(signature, dict):
+        return _compact(signature)
+    lines = ["{"]
+    keys = sorted(signature)
+    for n, key in enumerate(keys):
+        value = signature[key]
+        comma = "," if n < len(keys) - 1 else ""
+        if isinstance(value, list) and value and all(isinstance(v, (dict, list)) for v in value):
+            lines.append(f"  {json.dumps(key)}: [")
+            for m, v in enumerate(value):
+                lines.append(f"    {_compact(v)}{',' if m < len(value) - 1 else ''}")
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {json.dumps(key)}: {_compact(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+class DiagnosisExtension(AmberSnapshotExtension):
+    """syrupy extension: store Diagnosis signatures in the dataset's own snapshot file."""
+
+    def serialize(self, data: Any, **kwargs: Any) -> str:
+        return format_signature(data)
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        item = test_location.item
+        from .session import session_of
+
+        return str(session_of(item.config).dataset_of_item(item).dir / SNAPSHOT_DIRNAME)
+
+    @classmethod
+    def get_file_basename(cls, *, test_location, index) -> str:
+        return SNAPSHOT_BASENAME
+
+    @classmethod
+    def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:
+        return True
+
+    def discover_snapshots(self, *, test_location, ignore_extensions=None) -> SnapshotCollections:
+        return SnapshotCollections()  # stale entries are the plugin's business (see module doc)
