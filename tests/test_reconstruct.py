@@ -1,0 +1,155 @@
+"""reconstruct_output_ids on real tokenizers, and the ``tokfidelity reconstruct`` command (JSONL in/out)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.profiles import bind_profile
+from pipeline.reconstruct import ReconstructionError, reconstruct_output_ids
+from pipeline.responses import ResponseError
+from pipeline.tokenizer import load_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def kimi():
+    tokenizer = load_tokenizer("kimi-k2.5")
+    return tokenizer, bind_profile("kimi-k2.5", tokenizer)
+
+
+def _call(name, arguments, call_id=None):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_layout_and_ids(kimi):
+    tokenizer, profile = kimi
+    ids = reconstruct_output_ids({"reasoning": "Hmm.", "content": "Yes.", "finish_reason": "stop"}, profile, tokenizer)
+    enc = tokenizer.encode_ordinary
+    assert ids == enc("Hmm.") + [163607] + enc("Yes.") + [163586]
+
+
+@pytest.mark.parametrize(
+    "reasoning_fields",
+    [
+        {"reasoning": "Hmm."},
+        {"reasoning_content": "Hmm."},
+        {"reasoning_details": [{"type": "reasoning.text", "text": "Hm"}, {"type": "reasoning.summary", "summary": "x"}, {"type": "reasoning.text", "text": "m."}]},
+    ],
+)
+def test_reasoning_from_any_field(kimi, reasoning_fields):
+    tokenizer, profile = kimi
+    ids = reconstruct_output_ids({**reasoning_fields, "content": "Yes.", "finish_reason": "stop"}, profile, tokenizer)
+    assert tokenizer.decode(ids) == "Hmm.</think>Yes.<|im_end|>"
+
+
+def test_literal_marker_text_in_content_stays_ordinary(kimi):
+    tokenizer, profile = kimi
+    ids = reconstruct_output_ids({"reasoning": "r", "content": "say <|im_end|> and </think>", "finish_reason": "stop"}, profile, tokenizer)
+    assert ids.count(163586) == 1 and ids[-1] == 163586
+    assert ids.count(163607) == 1
+    assert tokenizer.decode(ids) == "r</think>say <|im_end|> and </think><|im_end|>"
+
+
+def test_length_has_no_stop_and_open_reasoning_has_no_think_end(kimi):
+    tokenizer, profile = kimi
+    cut_in_reasoning = reconstruct_output_ids({"reasoning": "still", "content": "", "finish_reason": "length"}, profile, tokenizer)
+    assert cut_in_reasoning == tokenizer.encode_ordinary("still")
+    cut_in_content = reconstruct_output_ids({"reasoning": "r", "content": "par", "finish_reason": "length"}, profile, tokenizer)
+    assert cut_in_content == tokenizer.encode_ordinary("r") + [163607] + tokenizer.encode_ordinary("par")
+
+
+def test_tool_call_ids_kept_when_model_shaped_else_rebuilt(kimi):
+    tokenizer, profile = kimi
+    response = {
+        "reasoning": "r",
+        "content": None,
+        "tool_calls": [_call("get", '{"a": 1}', "functions.get:5"), _call("put", "{}", "call_8f3a"), _call("del", "{}")],
+        "finish_reason": "tool_calls",
+    }
+    text = tokenizer.decode(reconstruct_output_ids(response, profile, tokenizer))
+    assert text == (
+        "r</think><|tool_calls_section_begin|>"
+        '<|tool_call_begin|>functions.get:5<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|>'
+        "<|tool_call_begin|>functions.put:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+        "<|tool_call_begin|>functions.del:2<|tool_call_argument_begin|>{}<|tool_call_end|>"
+        "<|tool_calls_section_end|><|im_end|>"
+    )
+
+
+def test_full_chat_completion_body(kimi):
+    tokenizer, profile = kimi
+    body = {"choices": [{"message": {"role": "assistant", "reasoning_content": "r", "content": "c"}, "finish_reason": "stop"}]}
+    assert tokenizer.decode(reconstruct_output_ids(body, profile, tokenizer)) == "r</think>c<|im_end|>"
+
+
+def test_chatml_refuses_reasoning_and_tools():
+    tokenizer = load_tokenizer("qwen3")
+    profile = bind_profile("chatml", tokenizer)
+    assert reconstruct_output_ids({"content": "hi", "finish_reason": "stop"}, profile, tokenizer) == tokenizer.encode_ordinary("hi") + [151645]
+    with pytest.raises(ReconstructionError, match="'reasoning'.*no reasoning section"):
+        reconstruct_output_ids({"reasoning": "r", "content": "hi", "finish_reason": "stop"}, profile, tokenizer)
+    with pytest.raises(ReconstructionError, match="'tool_calls'.*no tool-call format"):
+        reconstruct_output_ids({"content": "", "tool_calls": [_call("f", "{}")], "finish_reason": "tool_calls"}, profile, tokenizer)
+
+
+@pytest.mark.parametrize(
+    "response, field",
+    [
+        ({"content": "x"}, "finish_reason"),
+        ({"content": 3, "finish_reason": "stop"}, "content"),
+        ({"content": "", "finish_reason": "done"}, "finish_reason"),
+        ({"content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}], "finish_reason": "stop"}, "tool_calls[0].function.arguments"),
+        ({"choices": [], "finish_reason": "stop"}, "choices"),
+    ],
+)
+def test_bad_responses_name_the_field(kimi, response, field):
+    tokenizer, profile = kimi
+    with pytest.raises(ResponseError) as info:
+        reconstruct_output_ids(response, profile, tokenizer)
+    assert info.value.field == field
+
+
+# -- the command ---------------------------------------------------------------------------
+def _tokfidelity(*args: str, stdin: str) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / "tokfidelity"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.cli"]
+    return subprocess.run(
+        [*command, *args], input=stdin, capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(), timeout=120
+    )
+
+
+def test_cli_jsonl_in_order_with_bad_lines_named(kimi):
+    tokenizer, profile = kimi
+    good = {"reasoning": "Hmm.", "content": "Yes.", "tool_calls": None, "finish_reason": "stop"}
+    tool = {"reasoning": "r", "content": "", "tool_calls": [_call("get", '{"q": 1}', "functions.get:0")], "finish_reason": "tool_calls"}
+    lines = [
+        json.dumps(good),
+        "{not json",
+        json.dumps({"content": "x", "finish_reason": "maybe"}),
+        "",
+        json.dumps(tool),
+    ]
+    result = _tokfidelity("reconstruct", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5", stdin="\n".join(lines) + "\n")
+    assert result.returncode == 1, result.stderr
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(out) == 4  # one per non-blank input line, in order
+    assert out[0] == {"output_ids": reconstruct_output_ids(good, profile, tokenizer)}
+    assert out[1]["line"] == 2 and "not valid JSON" in out[1]["error"]
+    assert out[2]["line"] == 3 and "finish_reason" in out[2]["error"]
+    assert out[3] == {"output_ids": reconstruct_output_ids(tool, profile, tokenizer)}
+    assert "<stdin>:2:" in result.stderr and "<stdin>:3:" in result.stderr
+
+
+def test_cli_all_good_exits_zero_and_bad_profile_is_usage_error():
+    ok = _tokfidelity("reconstruct", "--profile", "kimi-k2", "--tokenizer", "kimi-k2", stdin='{"content": "hi", "finish_reason": "stop"}\n')
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["output_ids"][-1] == 163586
+    bad = _tokfidelity("reconstruct", "--profile", "nope", "--tokenizer", "kimi-k2", stdin="")
+    assert bad.returncode == 2 and "unknown profile 'nope'" in bad.stderr
