@@ -1,0 +1,163 @@
+"""Round trips: golden ids -> API view -> reconstruct_output_ids -> the same ids?
+
+Golden ids are built as the model emits them (``encode_ordinary`` text parts, marker ids) with
+the real Kimi tokenizer. Where a view keeps the text the round trip is exact; where it does not
+(whitespace stripped or added, an id rebuilt, a character cut in half) the ids must differ and
+the diagnosis must name the expected class for every hunk.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.diagnose import diagnose
+from pipeline.profiles import bind_profile
+from pipeline.reconstruct import reconstruct_output_ids
+from pipeline.tokenizer import load_tokenizer
+from pipeline.views import VIEWS, api_view
+from sglang_support.kimi_outputs import ARGUMENTS, CJK, CODE, CONTRACTIONS, DIGITS, EMOJI, kimi_ids
+
+EXACT = "exact"
+SGLANG, LEGACY, VLLM = VIEWS
+
+
+@pytest.fixture(scope="module")
+def kimi():
+    tokenizer = load_tokenizer("kimi-k2.5")
+    return tokenizer, bind_profile("kimi-k2.5", tokenizer)
+
+
+def _cut_inside_character(tokenizer, ids: list[int], start: int) -> int:
+    """The first cut point after ``start`` that leaves the output ending inside a UTF-8 character."""
+    for end in range(start + 1, len(ids)):
+        try:
+            tokenizer.decode_bytes(ids[:end]).decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.reason == "unexpected end of data":
+                return end
+    raise AssertionError("no cut inside a character: the emoji no longer splits into byte tokens")
+
+
+def _call(name: str, arguments: str, index: int = 0) -> tuple[str, str]:
+    return f"functions.{name}:{index}", arguments
+
+
+def build_case(name: str, k, p) -> tuple[list[int], str]:
+    ids = lambda *a, **kw: kimi_ids(k, p, *a, **kw)  # noqa: E731
+    if name == "code":
+        return ids(f"Plan:\n{CODE}then run it.", f"Here is the code:\n```python\n{CODE}```"), "stop"
+    if name == "cjk":
+        return ids(f"用户问{CJK}。", f"答案：{CJK}"), "stop"
+    if name == "emoji-zwj":
+        return ids(f"Emoji: {EMOJI}", f"{EMOJI} 👨\u200d💻"), "stop"
+    if name == "digits":
+        return ids(f"Compute {DIGITS}.", f"Result: {DIGITS} = 1234567890123"), "stop"
+    if name == "contractions":
+        return ids(CONTRACTIONS, f"{CONTRACTIONS.upper()} and {CONTRACTIONS.lower()}"), "stop"
+    if name == "json-arguments-odd-spacing":
+        calls = [_call("get", ARGUMENTS[1]), _call("put", ARGUMENTS[5], 1), _call("search.web", ARGUMENTS[4], 2)]
+        return ids("Three calls.", "Calling tools.", calls), "stop"
+    if name == "several-tool-calls-empty-content":
+        calls = [_call("read_file", ARGUMENTS[2]), _call("run-cmd", ARGUMENTS[3], 1)]
+        return ids("Two tools, no text.", "", calls), "stop"
+    if name == "empty-content":
+        return ids("Only thought.", ""), "stop"
+    if name == "whitespace-around-think-end":
+        return ids("Plan it.\n\n", "\n\nAnswer:\tdone.  "), "stop"
+    if name == "cut-in-reasoning":
+        full = ids(f"Long thought {CODE}", "unused", stop=False)
+        end = next(i for i in range(len(full) // 3, len(full)) if not k.decode(full[:i])[-1].isspace())
+        return full[:end], "length"
+    if name == "cut-in-content":
+        full = ids("Short.", f"Answer {DIGITS} {CONTRACTIONS}", stop=False)
+        return full[:-4], "length"
+    if name == "cut-inside-character":
+        full = ids("Think.", f"Family: {EMOJI}", stop=False)
+        return full[: _cut_inside_character(k, full, len(full) - 30)], "length"
+    if name == "rebuilt-call-ids":
+        calls = [_call("get", '{"q": 1}', 3), _call("put", '{"q": 2}', 4)]
+        return ids("Later in the conversation.", "", calls), "stop"
+    if name == "args-padded-with-whitespace":
+        return ids("Pad.", "", [_call("get", ' {"q": 1}\n')]), "stop"
+    raise KeyError(name)
+
+
+# Per case: what each view's round trip gives: EXACT, or the set of diagnosis classes of its hunks.
+WS = {"whitespace"}
+EXPECT = {
+    "code": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "cjk": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "emoji-zwj": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "digits": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "contractions": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "json-arguments-odd-spacing": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "several-tool-calls-empty-content": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "empty-content": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "whitespace-around-think-end": {SGLANG: EXACT, LEGACY: WS, VLLM: WS},
+    "cut-in-reasoning": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "cut-in-content": {SGLANG: EXACT, LEGACY: EXACT, VLLM: WS},
+    "cut-inside-character": {SGLANG: {"truncated-utf8"}, LEGACY: {"truncated-utf8"}, VLLM: WS | {"truncated-utf8"}},
+    "rebuilt-call-ids": {SGLANG: {"tool-call-id"}, LEGACY: {"tool-call-id"}, VLLM: WS | {"tool-call-id"}},
+    "args-padded-with-whitespace": {SGLANG: WS, LEGACY: WS, VLLM: WS},
+}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("case", list(EXPECT))
+def test_round_trip(kimi, case, view):
+    tokenizer, profile = kimi
+    golden, finish = build_case(case, tokenizer, profile)
+    response = api_view(golden, finish, profile, tokenizer, view)
+    recon = reconstruct_output_ids(response, profile, tokenizer)
+    expected = EXPECT[case][view]
+    if expected == EXACT:
+        assert recon == golden, f"{case}/{view}: {tokenizer.decode(golden)!r} came back as {tokenizer.decode(recon)!r}"
+        return
+    assert recon != golden
+    diagnosis = diagnose(golden, recon, tokenizer, profile=profile, finish_reason=finish)
+    classes = {h.cls for h in diagnosis.hunks}
+    assert diagnosis.hunks and classes <= expected, f"{case}/{view}: classes {classes}, expected within {expected}"
+    # The class the case is named for is among them (vllm-spaces adds whitespace everywhere).
+    assert expected - WS <= classes or expected == WS
+
+
+def test_cut_inside_character_text_ends_in_replacement_char(kimi):
+    """The view's text really ends in U+FFFD, and the golden bytes really end mid-character."""
+    tokenizer, profile = kimi
+    golden, finish = build_case("cut-inside-character", tokenizer, profile)
+    assert api_view(golden, finish, profile, tokenizer)["content"].endswith("\ufffd")
+    assert tokenizer.decode_bytes(golden)[-1] >= 0x80
+
+
+def test_rebuilt_ids_exact_when_counter_matches_position(kimi):
+    """With the conversation counter starting at 0 the rebuilt ids are the model's own."""
+    tokenizer, profile = kimi
+    golden = kimi_ids(tokenizer, profile, "r", "", [_call("get", '{"q": 1}', 0), _call("put", '{"q": 2}', 1)])
+    response = api_view(golden, "stop", profile, tokenizer)
+    assert [c["id"] for c in response["tool_calls"]] == ["functions.get:0", "functions.put:1"]
+    assert reconstruct_output_ids(response, profile, tokenizer) == golden
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_kimi_k2_without_thinking_round_trips(view):
+    tokenizer = load_tokenizer("kimi-k2")
+    profile = bind_profile("kimi-k2", tokenizer)
+    golden = kimi_ids(tokenizer, profile, content=f"{CODE}{CJK} {EMOJI}", calls=[_call("get", ARGUMENTS[1])])
+    recon = reconstruct_output_ids(api_view(golden, "stop", profile, tokenizer, view), profile, tokenizer)
+    if view == VLLM:
+        assert recon != golden
+        assert {h.cls for h in diagnose(golden, recon, tokenizer, profile=profile).hunks} == WS
+    else:
+        assert recon == golden
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_chatml_content_round_trips_in_every_view(view):
+    """ChatML (Qwen3's vocabulary): content only, no special tokens inside, so every view keeps it."""
+    tokenizer = load_tokenizer("qwen3")
+    profile = bind_profile("chatml", tokenizer)
+    text = f"{CODE}{CJK} {EMOJI} {DIGITS} {CONTRACTIONS}"
+    golden = tokenizer.encode_ordinary(text) + [profile.stop_id]
+    response = api_view(golden, "stop", profile, tokenizer, view)
+    assert response["reasoning"] is None and response["tool_calls"] is None
+    assert reconstruct_output_ids(response, profile, tokenizer) == golden
