@@ -141,6 +141,7 @@ def run(args) -> int:
         "dataset": manifest.name,
         "profile": profile.name,
         "tokenizer": tokenizer.name,
+        "tokenizer_spec": args.tokenizer or manifest.tokenizer,
         "tokenizer_fingerprint": tokenizer.fingerprint,
         "model": args.model,
         "base_url": base_url,

@@ -1,0 +1,72 @@
+"""tokfidelity build: training records {input_ids, loss_mask} from a golden dataset or generate output."""
+
+from __future__ import annotations
+
+import sys
+
+HELP = "Build training records {input_ids, loss_mask} (JSONL) from a golden dataset or a generate output folder."
+
+
+def add_arguments(p):
+    p.add_argument("--in", dest="input", required=True, help="golden dataset folder, or a `tokfidelity generate` --out folder")
+    p.add_argument("--out", required=True, help="output folder: train.jsonl + export.json (replaced whole on re-run)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer spec (default: the input's)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from ..export import EXPORT_META_FILE, build_records, open_build_input, write_export
+    from ..golden import GoldenError
+    from ..profiles import ProfileError, bind_profile
+    from ..tokenizer import TokenizerNotFound, load_tokenizer
+
+    try:
+        source = open_build_input(args.input)
+        tokenizer = load_tokenizer(args.tokenizer or source.tokenizer_spec)
+        profile = bind_profile(source.profile_name, tokenizer)
+    except (GoldenError, TokenizerNotFound, ProfileError, ValueError, KeyError) as e:
+        print(f"tokfidelity build: {e}", file=sys.stderr)
+        return 2
+
+    with tqdm(desc="build", unit="sample", file=sys.stderr, disable=args.no_progress, mininterval=0.5) as bar:
+        result = build_records(source, profile, tokenizer, on_progress=bar.update)
+
+    if result.prompt_mismatches:
+        print(
+            f"tokfidelity build: FAILED, nothing written: {len(result.prompt_mismatches)} of {result.prompt_checked} samples "
+            "with golden prompt_ids render differently:",
+            file=sys.stderr,
+        )
+        for where, diagnosis in result.prompt_mismatches[:5]:
+            print(f"  {where}: {diagnosis}", file=sys.stderr)
+        return 1
+
+    meta = {
+        "format": "tokfidelity-train-1",
+        "fields": {"input_ids": "prompt ids then output ids", "loss_mask": "0 on the prompt, 1 on the output",
+                   "prompt_len": "number of prompt ids", "source": "capture (engine ids) or reconstruction (from API text)"},
+        "input": str(source.path),
+        "input_kind": source.kind,
+        "profile": profile.name,
+        "tokenizer": tokenizer.name,
+        "tokenizer_fingerprint": tokenizer.fingerprint,
+        "samples": len(result.records),
+        "left_out": len(result.left_out),
+        "prompt_ids_checked": result.prompt_checked,
+        "tokens": sum(len(r["input_ids"]) for r in result.records),
+        "loss_tokens": sum(len(r["input_ids"]) - r["prompt_len"] for r in result.records),
+    }
+    path = write_export(args.out, result.records, meta)
+    print(
+        f"tokfidelity build: {meta['samples']} records ({meta['tokens']} tokens, {meta['loss_tokens']} with loss) -> {path}; "
+        f"{result.prompt_checked} prompts checked against golden prompt_ids; {len(result.left_out)} samples left out"
+        f" (see {args.out}/{EXPORT_META_FILE})",
+        file=sys.stderr,
+    )
+    for where, why in result.left_out[:10]:
+        print(f"  left out {where}: {why}", file=sys.stderr)
+    if len(result.left_out) > 10:
+        print(f"  ... and {len(result.left_out) - 10} more", file=sys.stderr)
+    return 1 if result.left_out else 0
