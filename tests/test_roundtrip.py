@@ -8,6 +8,8 @@ the diagnosis must name the expected class for every hunk.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from pipeline.diagnose import diagnose
@@ -36,6 +38,11 @@ def _cut_inside_character(tokenizer, ids: list[int], start: int) -> int:
             if e.reason == "unexpected end of data":
                 return end
     raise AssertionError("no cut inside a character: the emoji no longer splits into byte tokens")
+
+
+@functools.cache
+def _byte_token(tokenizer, byte: bytes) -> int:
+    return next(i for i in range(tokenizer.n_vocab) if tokenizer.token_bytes(i) == byte)
 
 
 def _call(name: str, arguments: str, index: int = 0) -> tuple[str, str]:
@@ -79,6 +86,14 @@ def build_case(name: str, k, p) -> tuple[list[int], str]:
         return ids("Later in the conversation.", "", calls), "stop"
     if name == "args-padded-with-whitespace":
         return ids("Pad.", "", [_call("get", ' {"q": 1}\n')]), "stop"
+    if name == "non-canonical-split":  # the model wrote " initial" + "izer", the tokenizer says " initializer"
+        content = k.encode_ordinary("Call the") + k.encode_ordinary(" initial") + k.encode_ordinary("izer") + k.encode_ordinary(" twice.")
+        assert k.decode(content) == "Call the initializer twice." and content != k.encode_ordinary("Call the initializer twice.")
+        return k.encode_ordinary("Split.") + [p.ids["think_end"]] + content + [p.stop_id], "stop"
+    if name == "invalid-utf8-inside":  # a lone UTF-8 continuation byte in the middle of the text
+        lone = _byte_token(k, b"\x9f")
+        content = k.encode_ordinary("ok ") + [lone] + k.encode_ordinary(" then more")
+        return k.encode_ordinary("Bytes.") + [p.ids["think_end"]] + content + [p.stop_id], "stop"
     raise KeyError(name)
 
 
@@ -99,6 +114,8 @@ EXPECT = {
     "cut-inside-character": {SGLANG: {"truncated-utf8"}, LEGACY: {"truncated-utf8"}, VLLM: WS | {"truncated-utf8"}},
     "rebuilt-call-ids": {SGLANG: {"tool-call-id"}, LEGACY: {"tool-call-id"}, VLLM: WS | {"tool-call-id"}},
     "args-padded-with-whitespace": {SGLANG: WS, LEGACY: WS, VLLM: WS},
+    "non-canonical-split": {SGLANG: {"non-canonical-split"}, LEGACY: {"non-canonical-split"}, VLLM: WS | {"non-canonical-split"}},
+    "invalid-utf8-inside": {SGLANG: {"invalid-utf8"}, LEGACY: {"invalid-utf8"}, VLLM: WS | {"invalid-utf8"}},
 }
 
 
