@@ -62,7 +62,7 @@ class SpecialTokenCheck:
     text: str
     id: int
     encoded: list[int]
-    decoded: str
+    decoded: str | None  # None when the id is outside the vocabulary
 
     @property
     def ok(self) -> bool:
@@ -357,7 +357,9 @@ def audit(
             failures.append(f"marker {m.text!r} ({', '.join(m.roles)}) {problem}")
 
     specials = [
-        SpecialTokenCheck(text, i, tokenizer.encode(text), tokenizer.decode([i]))
+        SpecialTokenCheck(
+            text, i, tokenizer.encode(text), tokenizer.decode([i]) if tokenizer.is_valid_id(i) else None
+        )
         for text, i in sorted(tokenizer.special_tokens.items(), key=lambda kv: kv[1])
     ]
     failed = [s for s in specials if not s.ok]

@@ -198,3 +198,22 @@ def test_cli_runs_as_a_program(tmp_path):
     )
     assert result.returncode == 1, result.stderr
     assert "'<|im_end|>'" in result.stdout and "FAILED" in result.stdout
+
+
+def test_tokenizer_files_that_disagree_fail_the_round_trip(tmp_path):
+    """Qwen3's tokenizer.json with a tokenizer_config.json naming tokens it does not have."""
+    shared = Path(os.environ["TOKFIDELITY_TOKENIZERS"]) / "qwen3"
+    folder = tmp_path / "qwen3-mismatched"
+    folder.mkdir()
+    (folder / "tokenizer.json").symlink_to(shared / "tokenizer.json")  # read in place, never copied
+    config = json.loads((shared / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config["added_tokens_decoder"]["151665"] = {"content": "<|fake_marker|>", "special": True}  # id of <tool_response>
+    config["added_tokens_decoder"]["151700"] = {"content": "<|beyond|>", "special": True}  # past the vocabulary
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    report = audit("chatml", load_tokenizer(folder))  # must not raise on an id outside the vocabulary
+    assert not report.ok
+    failed = {s.text: s for s in report.special_tokens if not s.ok}
+    assert set(failed) == {"<|fake_marker|>", "<|beyond|>"}
+    assert failed["<|fake_marker|>"].decoded == "<tool_response>" and failed["<|beyond|>"].decoded is None
+    assert any("'<|fake_marker|>' 151665 does not round-trip" in f for f in report.failures)
+    assert all(m.ok for m in report.markers)  # the chatml markers themselves are fine
