@@ -25,6 +25,14 @@ class Turn:
     calls: list[Call] = field(default_factory=list)
 
 
+def _deep_sort(value):
+    if isinstance(value, dict):
+        return {k: _deep_sort(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_deep_sort(v) for v in value]
+    return value
+
+
 def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
     # transformers' own override of jinja's tojson (no HTML escaping), as engines render it
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
@@ -47,6 +55,8 @@ class KimiIds:
         self.template = template
 
     def prompt_text(self, messages: list[dict], tools: list[dict] | None) -> str:
+        # Kimi's tokenizer key-sorts every tool dict (deep_sort_dict) before rendering its template.
+        tools = [_deep_sort(t) for t in tools] if tools else tools
         return self.template.render(messages=messages, tools=tools, add_generation_prompt=True)
 
     def prompt_ids(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
