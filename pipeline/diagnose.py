@@ -526,14 +526,18 @@ class _Context:
         return OTHER
 
 
-def _split_stop(block, golden, recon, stop_ids):
-    """At the very end, peel a stop token present on one side only into its own hunk."""
+def _split_stop(block, golden, recon, stop_ids, specials):
+    """At the very end, peel a stop token present on one side only into its own hunk (unless the
+    other side ends with another special id there: that is a replaced id, not a missing one)."""
     gs, ge, rs, re = block
     if ge != len(golden) or re != len(recon) or (ge - gs == 1 and re - rs == 1):
         return [block]
     g_stop = ge > gs and golden[ge - 1] in stop_ids
     r_stop = re > rs and recon[re - 1] in stop_ids
     if g_stop == r_stop:
+        return [block]
+    other_last = (recon[re - 1] if re > rs else None) if g_stop else (golden[ge - 1] if ge > gs else None)
+    if other_last in specials:
         return [block]
     if g_stop:
         rest, stop = (gs, ge - 1, rs, re), (ge - 1, ge, re, re)
@@ -542,6 +546,20 @@ def _split_stop(block, golden, recon, stop_ids):
     if rest[0] == rest[1] and rest[2] == rest[3]:
         return [stop]
     return [rest, stop]
+
+
+def _peel_specials(block, golden, recon, specials):
+    """Split replaced special ids at either edge of a hunk into their own 1-to-1 hunks, so a
+    replaced marker next to a text change gives two hunks with two classes."""
+    gs, ge, rs, re = block
+    head, tail = [], []
+    while ge - gs + re - rs > 2 and ge > gs and re > rs and golden[gs] in specials and recon[rs] in specials:
+        head.append((gs, gs + 1, rs, rs + 1))
+        gs, rs = gs + 1, rs + 1
+    while ge - gs + re - rs > 2 and ge > gs and re > rs and golden[ge - 1] in specials and recon[re - 1] in specials:
+        tail.append((ge - 1, ge, re - 1, re))
+        ge, re = ge - 1, re - 1
+    return [*head, (gs, ge, rs, re), *reversed(tail)]
 
 
 def _merge_byte_neighbours(blocks, gbytes: _Bytes, rbytes: _Bytes):
@@ -586,8 +604,9 @@ def diagnose(
     ctx = _Context(golden, recon, tokenizer, profile, finish_reason)
     blocks = divergent_blocks(golden, recon)
     blocks = _merge_byte_neighbours(blocks, ctx.gbytes, ctx.rbytes)
+    blocks = [piece for blk in blocks for piece in _peel_specials(blk, golden, recon, ctx.specials)]
     if blocks:
-        blocks = blocks[:-1] + _split_stop(blocks[-1], golden, recon, ctx.stop_ids)
+        blocks = blocks[:-1] + _split_stop(blocks[-1], golden, recon, ctx.stop_ids, ctx.specials)
     hunks = []
     for gs, ge, rs, re in blocks:
         if ge == len(golden) and re == len(recon) and ge - gs + re - rs == 1:

@@ -118,6 +118,18 @@ def test_stop_token_is_split_from_a_text_change_at_the_end(kimi, profile):
     assert d.hunks[1].golden_start == len(golden) - 1
 
 
+def test_replaced_special_next_to_a_text_change_is_its_own_hunk(kimi, profile):
+    enc = kimi.encode_ordinary
+    golden = enc("Hello, world") + [profile.stop_id]
+    recon = enc("Hello, there") + [kimi.special_tokens["[EOS]"]]  # another special, not a missing stop
+    d = diagnose(golden, recon, kimi, profile=profile)
+    assert [h.cls for h in d.hunks] == ["other", "special-token-id"]
+    assert (d.hunks[1].golden_start, d.hunks[1].recon_start) == (len(golden) - 1, len(recon) - 1)
+    golden = enc("Hmm") + [profile.ids["think_end"]] + enc("Hello, world") + [profile.stop_id]
+    recon = enc("Hmm") + [kimi.encode("<think>")[0]] + enc("Hi, world") + [profile.stop_id]
+    assert [h.cls for h in diagnose(golden, recon, kimi, profile=profile).hunks] == ["special-token-id", "other"]
+
+
 def test_non_canonical_split_of_a_word(kimi):
     enc = kimi.encode_ordinary
     golden = enc("The ") + enc("initial") + enc("izer runs")  # the model split the word its own way
