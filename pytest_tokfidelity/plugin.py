@@ -48,13 +48,12 @@ def pytest_configure(config: pytest.Config) -> None:
     names = _dataset_names(config)
     if not names:
         return
-    from .session import SESSION_KEY, FidelitySession
+    from .session import PLUGIN_NAME, FidelitySession
 
     try:
         session = FidelitySession(config, names, _golden_dir(config))
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly
         raise pytest.UsageError(f"--tokfidelity-dataset: {e}") from None
-    config.stash[SESSION_KEY] = session
-    config.pluginmanager.register(session, "tokfidelity-session")
+    config.pluginmanager.register(session, PLUGIN_NAME)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = []  # no paths given: run the fidelity suite alone, not testpaths

@@ -1,0 +1,354 @@
+"""The pytest plugin, run for real through pytester on small golden datasets built here with the
+real Kimi K2.5 tokenizer (and ChatML over Qwen3's tokenizer for a second profile)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.gate import check_gate, read_record
+from pipeline.golden import write_dataset
+from pipeline.profiles import bind_profile
+from pipeline.tokenizer import load_tokenizer
+
+KIMI = load_tokenizer("kimi-k2.5")
+KIMI_PROFILE = bind_profile("kimi-k2.5", KIMI)
+THINK_END = KIMI_PROFILE.ids["think_end"]
+STOP = KIMI_PROFILE.stop_id
+CHAS = 163533  # an ordinary token that decodes to "chas": the classic wrong stop id
+
+
+def kimi_ids(reasoning: str, content: str, stop: int | None = STOP) -> list[int]:
+    ids = KIMI.encode_ordinary(reasoning) + [THINK_END] + KIMI.encode_ordinary(content)
+    return ids + [stop] if stop is not None else ids
+
+
+def exact_samples(n: int) -> list[dict]:
+    return [
+        {"id": f"s{i}", "output_ids": kimi_ids(f"Let me add {i} and {i + 1}.", f"{i} + {i + 1} = {2 * i + 1}."), "finish_reason": "stop"}
+        for i in range(n)
+    ]
+
+
+def split_sample(sample_id: str = "split") -> dict:
+    """A harmless re-split: ' initial' + 'izer' where the tokenizer writes ' initializer'."""
+    ids = KIMI.encode_ordinary("Think.") + [THINK_END] + KIMI.encode_ordinary(" initial") + KIMI.encode_ordinary("izer") + [STOP]
+    assert KIMI.encode_ordinary(" initializer") != KIMI.encode_ordinary(" initial") + KIMI.encode_ordinary("izer")
+    return {"id": sample_id, "output_ids": ids, "finish_reason": "stop"}
+
+
+def manifest(name: str, **extra) -> dict:
+    return {"name": name, "profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "built by tests/test_plugin.py", **extra}
+
+
+def make_dataset(root: Path, name: str, samples: list[dict], **extra) -> Path:
+    return write_dataset(root / "golden" / name, manifest(name, **extra), samples)
+
+
+def run(pytester: pytest.Pytester, *args: str):
+    """One in-process pytest run of the fidelity suite, with the state dir inside the test's folder."""
+    return pytester.runpytest("-p", "no:randomly", f"--tokfidelity-state-dir={pytester.path / 'state'}", *args)
+
+
+def record(pytester: pytest.Pytester, name: str) -> dict | None:
+    return read_record(pytester.path / "state", name)
+
+
+def gate(pytester: pytest.Pytester, name: str):
+    return check_gate(name, golden_dir=pytester.path / "golden", state_dir=pytester.path / "state")
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------
+def test_exact_dataset_passes_and_opens_the_gate(pytester):
+    make_dataset(pytester.path, "K1_exact", exact_samples(5))
+    result = run(pytester, "--tokfidelity-dataset=K1")
+    result.assert_outcomes(passed=4 + 5)
+    result.stdout.fnmatch_lines(["*K1_exact: 5 samples, 5 exact*", "*gate: open*"])
+    status = gate(pytester, "K1")
+    assert status.open, status.message
+    assert status.dataset == "K1_exact"
+    assert record(pytester, "K1_exact")["counts"]["exact"] == 5
+
+
+def test_item_ids_name_dataset_and_sample(pytester):
+    make_dataset(pytester.path, "K1_exact", exact_samples(2))
+    result = run(pytester, "--tokfidelity-dataset=K1_exact", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "tokfidelity_suite.py::test_manifest[[]K1_exact[]]",
+            "tokfidelity_suite.py::test_fidelity[[]K1_exact/s0[]]",
+            "tokfidelity_suite.py::test_fidelity[[]K1_exact/s1[]]",
+        ]
+    )
+
+
+def test_only_the_suite_runs_without_paths_and_project_tests_run_with_them(pytester):
+    make_dataset(pytester.path, "K1_exact", exact_samples(2))
+    pytester.makeini("[pytest]\ntestpaths = tests\n")
+    pytester.mkdir("tests")
+    pytester.makepyfile(**{"tests/test_other": "def test_other():\n    pass\n"})
+    run(pytester, "--tokfidelity-dataset=K1").assert_outcomes(passed=4 + 2)
+    run(pytester, "--tokfidelity-dataset=K1", "tests").assert_outcomes(passed=4 + 2 + 1)
+
+
+def test_second_profile_chatml_over_qwen3(pytester):
+    qwen = load_tokenizer("qwen3")
+    stop = bind_profile("chatml", qwen).stop_id
+    samples = [{"id": f"q{i}", "output_ids": qwen.encode_ordinary(f"Answer {i}: {i * i}.") + [stop], "finish_reason": "stop"} for i in range(3)]
+    write_dataset(pytester.path / "golden" / "Q1_chatml", {"name": "Q1", "profile": "chatml", "tokenizer": "qwen3", "source": "tests"}, samples)
+    run(pytester, "--tokfidelity-dataset=Q1").assert_outcomes(passed=4 + 3)
+
+
+def test_new_divergence_fails_with_the_diagnosis(pytester):
+    make_dataset(pytester.path, "K2_div", exact_samples(2) + [split_sample()])
+    result = run(pytester, "--tokfidelity-dataset=K2")
+    result.assert_outcomes(passed=4 + 2, failed=1)
+    out = result.stdout.str()
+    assert "test_fidelity[K2_div/split]" in out
+    assert "non-canonical-split" in out
+    assert "first at index 3" in out  # 'Think' '.' '</think>' then the hunk
+    assert "' initial'" in out and "'izer'" in out and "' initializer'" in out
+    assert "--snapshot-update" in out
+    assert not gate(pytester, "K2").open
+    assert record(pytester, "K2_div")["status"] == "closed"
+
+
+def test_known_divergence_recorded_by_snapshot_update_then_passes(pytester):
+    path = make_dataset(pytester.path, "K3_known", exact_samples(3) + [split_sample()], max_known_divergence_rate=0.5)
+    golden_before = sha(path / "samples.jsonl")
+    updated = run(pytester, "--tokfidelity-dataset=K3", "--snapshot-update")
+    updated.assert_outcomes(passed=4 + 4)
+    assert record(pytester, "K3_known") is None  # an update run never opens the gate: review first
+    snap = path / "__snapshots__" / "fidelity.ambr"
+    text = snap.read_text()
+    assert "# name: test_fidelity[K3_known/split]" in text
+    assert '"classes": ["non-canonical-split"]' in text
+    assert "s0]" not in text  # exact samples have no snapshot
+    assert len(text.splitlines()) < 15  # compact: not one line per token
+    assert sha(path / "samples.jsonl") == golden_before  # golden ids are never rewritten
+
+    result = run(pytester, "--tokfidelity-dataset=K3")
+    result.assert_outcomes(passed=4 + 4)
+    result.stdout.fnmatch_lines(["*3 exact, 0 accepted by policy*1 known divergences (non-canonical-split 1)*", "*gate: open*"])
+    assert gate(pytester, "K3").open
+
+
+def test_known_divergences_over_the_manifest_rate_keep_the_gate_closed(pytester):
+    make_dataset(pytester.path, "K3_known", exact_samples(3) + [split_sample()])  # default rate 0
+    run(pytester, "--tokfidelity-dataset=K3", "--snapshot-update")
+    result = run(pytester, "--tokfidelity-dataset=K3")
+    result.assert_outcomes(passed=4 + 4)
+    status = gate(pytester, "K3")
+    assert not status.open
+    assert "max_known_divergence_rate" in status.message
+
+
+def test_changed_divergence_fails_against_its_snapshot(pytester):
+    path = make_dataset(pytester.path, "K4", exact_samples(1) + [split_sample()])
+    run(pytester, "--tokfidelity-dataset=K4", "--snapshot-update")
+    samples = [json.loads(line) for line in (path / "samples.jsonl").read_text().splitlines()]
+    samples[1]["output_ids"][-1] = CHAS  # now also the wrong stop id
+    write_dataset(path, manifest("K4"), samples)
+    result = run(pytester, "--tokfidelity-dataset=K4")
+    result.stdout.fnmatch_lines(["*It differs from the reviewed divergence stored in*fidelity.ambr*"])
+    assert "stop-token" in result.stdout.str()
+
+
+def test_stale_snapshot_is_removed_on_update(pytester):
+    path = make_dataset(pytester.path, "K5", exact_samples(1) + [split_sample()])
+    run(pytester, "--tokfidelity-dataset=K5", "--snapshot-update")
+    snap = path / "__snapshots__" / "fidelity.ambr"
+    assert "K5/split" in snap.read_text()
+    write_dataset(path, manifest("K5"), exact_samples(1) + [{**exact_samples(2)[1], "id": "split"}])
+    run(pytester, "--tokfidelity-dataset=K5").stdout.fnmatch_lines(["*1 reviewed divergence(s) stale*"])
+    run(pytester, "--tokfidelity-dataset=K5", "--snapshot-update").stdout.fnmatch_lines(["*1 reviewed divergence(s) removed*"])
+    assert not snap.exists() or "K5/split" not in snap.read_text()
+
+
+def test_accept_policy_passes_text_preserving_splits_within_the_rate(pytester):
+    make_dataset(pytester.path, "K6", exact_samples(3) + [split_sample()], accept={"non-canonical-split": 0.05})
+    result = run(pytester, "--tokfidelity-dataset=K6")
+    result.assert_outcomes(passed=4 + 4)
+    result.stdout.fnmatch_lines(["*3 exact, 1 accepted by policy (hunks: non-canonical-split 1)*", "*gate: open*"])
+
+
+def test_accept_policy_rate_exceeded_fails_the_run(pytester):
+    make_dataset(pytester.path, "K6", exact_samples(3) + [split_sample()], accept={"non-canonical-split": 0.0001})
+    result = run(pytester, "--tokfidelity-dataset=K6")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*FAILED: accept policy exceeded: 1 non-canonical-split hunks in*"])
+    assert not gate(pytester, "K6").open
+
+
+def test_policy_never_accepts_classes_that_change_text(pytester):
+    bad = {"id": "chas", "output_ids": kimi_ids("Hm.", "ok", stop=CHAS), "finish_reason": "stop"}
+    make_dataset(pytester.path, "K7", exact_samples(2) + [bad], accept={"stop-token": 1.0, "special-token-id": 1.0})
+    result = run(pytester, "--tokfidelity-dataset=K7")
+    result.stdout.fnmatch_lines(["golden/K7/manifest.json: field accept.stop-token: this class changes or loses text*"])
+    out = result.stdout.str()
+    assert "FAILED tokfidelity_suite.py::test_manifest[K7]" in out
+    assert "FAILED tokfidelity_suite.py::test_fidelity[K7/chas]" in out
+
+
+def test_wrong_stop_token_is_named_by_the_stop_check(pytester):
+    bad = {"id": "chas", "output_ids": kimi_ids("Hm.", "ok", stop=CHAS), "finish_reason": "stop"}
+    make_dataset(pytester.path, "K8", exact_samples(1) + [bad])
+    result = run(pytester, "--tokfidelity-dataset=K8")
+    result.stdout.fnmatch_lines(["*line 2 (chas): finish_reason stop but the last id is 163533 'chas', not 163586 '<|im_end|>'*"])
+    assert "FAILED tokfidelity_suite.py::test_stop_tokens[K8]" in result.stdout.str()
+
+
+def test_ids_outside_the_vocabulary_fail_the_vocabulary_check(pytester):
+    bad = {"id": "big", "output_ids": [1, 2, 999_999, STOP], "finish_reason": "stop"}
+    make_dataset(pytester.path, "K9", exact_samples(1) + [bad])
+    result = run(pytester, "--tokfidelity-dataset=K9")
+    result.stdout.fnmatch_lines(["*line 2 (big): ids [[]999999[]] are outside the vocabulary*"])
+    assert "FAILED tokfidelity_suite.py::test_vocabulary[K9]" in result.stdout.str()
+
+
+def test_bad_lines_and_fields_fail_their_own_tests_and_the_rest_runs(pytester):
+    path = make_dataset(pytester.path, "K10", exact_samples(3))
+    lines = (path / "samples.jsonl").read_text().splitlines()
+    lines.insert(1, '{"id": "broken", "output_ids": [1, 2,')  # line 2: not JSON (its id still names the test)
+    lines.insert(2, '[1, 2, 3')  # line 3: no id at all
+    lines.append(json.dumps({"id": "badfinish", "output_ids": [1, STOP], "finish_reason": "exploded"}))  # line 6
+    lines.append(json.dumps({"id": "badid", "output_ids": [1, "x"], "finish_reason": "stop"}))  # line 7
+    (path / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    result = run(pytester, "--tokfidelity-dataset=K10")
+    result.assert_outcomes(passed=4 + 3, failed=4)
+    out = result.stdout.str()
+    assert "golden/K10/samples.jsonl:2: not valid JSON" in out
+    assert "golden/K10/samples.jsonl:3: not valid JSON" in out and "test_fidelity[K10/line-3]" in out
+    assert "golden/K10/samples.jsonl:6: field 'finish_reason'" in out
+    assert "golden/K10/samples.jsonl:7: field 'output_ids[1]'" in out
+    assert "test_fidelity[K10/broken]" in out and "test_fidelity[K10/badfinish]" in out
+    assert not gate(pytester, "K10").open
+
+
+def test_bad_manifest_fails_its_own_test_and_samples_still_run(pytester):
+    path = make_dataset(pytester.path, "K11", exact_samples(2))
+    raw = json.loads((path / "manifest.json").read_text())
+    del raw["source"]
+    (path / "manifest.json").write_text(json.dumps(raw))
+    result = run(pytester, "--tokfidelity-dataset=K11")
+    result.assert_outcomes(passed=3 + 2, failed=1)
+    result.stdout.fnmatch_lines(["golden/K11/manifest.json: field 'source': missing"])
+    assert not gate(pytester, "K11").open
+
+
+def test_unparseable_manifest_fails_every_test_of_the_dataset_without_crashing(pytester):
+    make_dataset(pytester.path, "K12", exact_samples(2))
+    (pytester.path / "golden" / "K12" / "manifest.json").write_text("{not json")
+    make_dataset(pytester.path, "K13", exact_samples(1))
+    result = run(pytester, "--tokfidelity-dataset=K12,K13")
+    result.assert_outcomes(passed=4 + 1, failed=4 + 2)
+    result.stdout.fnmatch_lines(["*manifest.json:1: not valid JSON*"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("-k", "s1 or manifest"), ("--tokfidelity-sample=2",), ("-m", "not slow"), ("--deselect", "tokfidelity_suite.py::test_fidelity[K14/s0]")],
+    ids=["-k", "sample", "-m", "deselect"],
+)
+def test_partial_runs_write_no_record(pytester, args):
+    make_dataset(pytester.path, "K14", exact_samples(4))
+    result = run(pytester, "--tokfidelity-dataset=K14", *args)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*gate: record unchanged: partial run*"])
+    assert record(pytester, "K14") is None
+    assert not gate(pytester, "K14").open
+
+
+def test_sample_subset_is_deterministic(pytester):
+    make_dataset(pytester.path, "K15", exact_samples(20))
+    first = run(pytester, "--tokfidelity-dataset=K15", "--tokfidelity-sample=5", "--collect-only", "-q").stdout.lines
+    second = run(pytester, "--tokfidelity-dataset=K15", "--tokfidelity-sample=5", "--collect-only", "-q").stdout.lines
+    chosen = [line for line in first if "test_fidelity[" in line]
+    assert len(chosen) == 5 and chosen == [line for line in second if "test_fidelity[" in line]
+
+
+def test_early_stop_and_last_failed_never_open_the_gate(pytester):
+    path = make_dataset(pytester.path, "K16", [split_sample("a")] + exact_samples(3))
+    first = run(pytester, "--tokfidelity-dataset=K16", "-x")
+    first.assert_outcomes(passed=4, failed=1)
+    assert record(pytester, "K16")["status"] == "closed"
+    write_dataset(path, manifest("K16"), exact_samples(4))  # fixed
+    # --lf runs only the failed ids (none exist any more: pytest then runs all, still marked --lf)
+    run(pytester, "--tokfidelity-dataset=K16", "--lf").stdout.fnmatch_lines(["*record unchanged: partial run (--lf)*"])
+    assert not gate(pytester, "K16").open
+    run(pytester, "--tokfidelity-dataset=K16").assert_outcomes(passed=4 + 4)
+    assert gate(pytester, "K16").open
+
+
+def test_failing_full_run_closes_an_open_gate(pytester):
+    path = make_dataset(pytester.path, "K17", exact_samples(3))
+    run(pytester, "--tokfidelity-dataset=K17")
+    assert gate(pytester, "K17").open
+    write_dataset(path, manifest("K17"), exact_samples(3) + [split_sample()])
+    run(pytester, "--tokfidelity-dataset=K17").assert_outcomes(passed=4 + 3, failed=1)
+    status = gate(pytester, "K17")
+    assert not status.open
+    assert "failed" in status.message and "pytest --tokfidelity-dataset=K17" in status.open_command
+
+
+def test_editing_a_golden_file_after_a_green_run_closes_the_gate(pytester):
+    path = make_dataset(pytester.path, "K18", exact_samples(3))
+    run(pytester, "--tokfidelity-dataset=K18")
+    assert gate(pytester, "K18").open
+    with open(path / "samples.jsonl", "a") as f:
+        f.write(json.dumps(exact_samples(4)[3]) + "\n")
+    status = gate(pytester, "K18")
+    assert not status.open
+    assert "golden file samples.jsonl changed" in status.message
+
+
+def test_unknown_dataset_is_a_usage_error(pytester):
+    make_dataset(pytester.path, "K19", exact_samples(1))
+    result = run(pytester, "--tokfidelity-dataset=NOPE")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no dataset named 'NOPE'*available: K19*"])
+
+
+def test_without_the_option_the_plugin_adds_nothing_and_imports_nothing(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    script = pytester.makepyfile(
+        probe=(
+            "import sys, pytest\n"
+            "rc = pytest.main(['-q', '-p', 'no:cacheprovider', 'test_one.py'])\n"
+            "heavy = [m for m in ('tiktoken', 'tokenizers', 'transformers', 'pipeline', 'pytest_tokfidelity.session') if m in sys.modules]\n"
+            "print('HEAVY', heavy)\n"
+            "sys.exit(rc)\n"
+        )
+    )
+    result = pytester.run(sys.executable, str(script))
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*1 passed*", "HEAVY []"])
+    assert "tokfidelity" not in result.stdout.str().replace("pytest_tokfidelity", "")
+
+
+@pytest.mark.slow
+def test_xdist_gives_the_same_verdicts_snapshots_and_record(pytester):
+    samples = exact_samples(12) + [split_sample("split1"), split_sample("split2")]
+    outcomes = {}
+    for mode, extra in (("one", ()), ("xdist", ("-n", "2"))):
+        root = pytester.path / mode
+        path = write_dataset(root / "golden" / "K20", manifest("K20", max_known_divergence_rate=0.2), samples)
+        common = (f"--tokfidelity-golden-dir={root / 'golden'}", f"--tokfidelity-state-dir={root / 'state'}", "--tokfidelity-dataset=K20", "-p", "no:cacheprovider")
+        first = pytester.runpytest_subprocess(*common, "-rA", *extra)
+        first.assert_outcomes(passed=4 + 12, failed=2)
+        failed = sorted(line for line in first.stdout.lines if line.startswith("FAILED"))
+        pytester.runpytest_subprocess(*common, "--snapshot-update", *extra).assert_outcomes(passed=4 + 14)
+        final = pytester.runpytest_subprocess(*common, *extra)
+        final.assert_outcomes(passed=4 + 14)
+        rec = read_record(root / "state", "K20")
+        assert rec["status"] == "open"
+        outcomes[mode] = (failed, (path / "__snapshots__" / "fidelity.ambr").read_text(), rec["counts"], rec["golden_files"], rec["code_fingerprint"])
+    assert outcomes["one"] == outcomes["xdist"]
