@@ -1,0 +1,127 @@
+"""Gate records and ``tokfidelity gate check``: open only for today's golden files, tokenizer and code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline import gate
+from pipeline.cli import main
+from pipeline.golden import write_dataset
+from pipeline.tokenizer import load_tokenizer
+
+KIMI = load_tokenizer("kimi-k2.5")
+
+
+@pytest.fixture
+def dataset(tmp_path) -> Path:
+    samples = [{"id": "a", "output_ids": KIMI.encode_ordinary("hi") + [163607, 163586], "finish_reason": "stop"}]
+    manifest = {"name": "G1", "profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "tests/test_gate.py"}
+    return write_dataset(tmp_path / "golden" / "G1_demo", manifest, samples)
+
+
+def open_record(dataset: Path, state: Path, **overrides) -> Path:
+    args = dict(
+        state_dir=state, tokenizer_spec="kimi-k2.5", tokenizer_fingerprint=KIMI.fingerprint, profile="kimi-k2.5",
+        view="sglang", counts={"samples": 1, "exact": 1}, pytest_args=["--tokfidelity-dataset=G1"],
+    )
+    return gate.write_open_record(dataset, **{**args, **overrides})
+
+
+def check(dataset: Path, state: Path, **kw) -> gate.GateStatus:
+    return gate.check_gate("G1", golden_dir=dataset.parent, state_dir=state, **kw)
+
+
+def test_no_record_is_closed_and_names_the_command(dataset, tmp_path):
+    status = check(dataset, tmp_path / "state")
+    assert not status.open and not status
+    assert status.dataset == "G1_demo"
+    assert "no verification run is recorded" in status.message
+    assert status.open_command == f"pytest --tokfidelity-dataset=G1_demo --tokfidelity-golden-dir={dataset.parent}"
+
+
+def test_matching_record_opens(dataset, tmp_path):
+    open_record(dataset, tmp_path / "state")
+    status = check(dataset, tmp_path / "state")
+    assert status.open, status.message
+    assert "matches today's golden files, tokenizer and code" in status.message
+
+
+def test_state_dir_defaults_to_the_environment(dataset, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKFIDELITY_STATE_DIR", str(tmp_path / "env-state"))
+    open_record(dataset, None)
+    assert (tmp_path / "env-state" / "gates" / "G1_demo.json").is_file()
+    assert gate.check_gate("G1", golden_dir=dataset.parent).open
+
+
+@pytest.mark.parametrize("file", ["samples.jsonl", "manifest.json"])
+def test_edited_golden_file_closes(dataset, tmp_path, file):
+    open_record(dataset, tmp_path / "state")
+    path = dataset / file
+    path.write_text(path.read_text().replace('"a"', '"b"').replace('"G1"', '"G1x"'))
+    status = check(dataset, tmp_path / "state")
+    assert not status.open
+    assert f"golden file {file} changed" in status.message
+
+
+def test_added_snapshot_file_closes(dataset, tmp_path):
+    open_record(dataset, tmp_path / "state")
+    (dataset / "__snapshots__").mkdir()
+    (dataset / "__snapshots__" / "fidelity.ambr").write_text("# serializer version: 1\n")
+    assert "golden file __snapshots__/fidelity.ambr was added" in check(dataset, tmp_path / "state").message
+
+
+def test_other_tokenizer_closes(dataset, tmp_path):
+    open_record(dataset, tmp_path / "state")
+    status = check(dataset, tmp_path / "state", tokenizer="qwen3")
+    assert not status.open
+    assert "tokenizer 'qwen3' has fingerprint" in status.message
+    assert "--tokfidelity-tokenizer=qwen3" in status.open_command
+
+
+def test_changed_code_closes(dataset, tmp_path):
+    path = open_record(dataset, tmp_path / "state")
+    record = json.loads(path.read_text())
+    record["code_files"]["pipeline/reconstruct.py"] = "0" * 64  # as if the code had changed since
+    record["libraries"]["tiktoken"] = "0.0.1"
+    path.write_text(json.dumps(record))
+    status = check(dataset, tmp_path / "state")
+    assert not status.open
+    assert "source pipeline/reconstruct.py changed" in status.message
+    assert "library tiktoken changed" in status.message
+
+
+def test_closed_record_says_why(dataset, tmp_path):
+    gate.write_closed_record("G1_demo", state_dir=tmp_path / "state", reason="3 test(s) failed")
+    status = check(dataset, tmp_path / "state")
+    assert not status.open
+    assert "failed: 3 test(s) failed" in status.message
+
+
+def test_ambiguous_name_is_closed(dataset, tmp_path):
+    write_dataset(dataset.parent / "G1_other", json.loads((dataset / "manifest.json").read_text()), [])
+    status = check(dataset, tmp_path / "state")
+    assert not status.open and "matches 2 datasets" in status.message
+
+
+def test_code_fingerprint_covers_the_verdict_sources():
+    files = gate.code_file_hashes()
+    for rel in ("pipeline/reconstruct.py", "pipeline/views.py", "pipeline/diagnose.py", "pipeline/fidelity.py", "pytest_tokfidelity/session.py"):
+        assert len(files[rel]) == 64, rel
+
+
+def test_cli_gate_check_exit_codes(dataset, tmp_path, capsys):
+    argv = ["gate", "check", "--dataset", "G1", "--golden-dir", str(dataset.parent), "--state-dir", str(tmp_path / "state")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "gate for G1_demo is closed" in err and "to open it: pytest --tokfidelity-dataset=G1_demo" in err
+    open_record(dataset, tmp_path / "state")
+    assert main(argv) == 0
+    assert "is open" in capsys.readouterr().out
+    (dataset / "samples.jsonl").write_text("")
+    assert main(argv) == 1
+    assert "golden file samples.jsonl changed" in capsys.readouterr().err
+    assert main(["gate", "show", "--dataset", "G1", "--golden-dir", str(dataset.parent), "--state-dir", str(tmp_path / "state")]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "open"
