@@ -88,7 +88,7 @@ ADVICE = {
     "and cannot give back the bytes: drop the partial character's tokens or capture ids from the engine",
     INVALID_UTF8: "the model emitted partial UTF-8 bytes inside the text; they decode to U+FFFD and the bytes are "
     "lost: the text cannot give back these ids; capture ids from the engine or accept by policy",
-    OTHER: "the text itself changed for no known reason: compare both windows below, check the tokenizer "
+    OTHER: "the text itself changed for no known reason: compare the two windows above, check the tokenizer "
     "(fingerprint) and the API view, and file the case",
 }
 

@@ -355,3 +355,13 @@ def test_fast_on_10k_tokens(kimi):
     unrelated = kimi.encode_ordinary(open(load_tokenizer.__code__.co_filename, encoding="utf-8").read())[:10_000]
     diagnose(recon, unrelated, kimi)
     assert time.perf_counter() - start < 2.0
+
+
+def test_empty_sides(kimi, profile):
+    stop = profile.stop_id
+    assert diagnose([], [], kimi).hunks == []
+    d = diagnose([], kimi.encode_ordinary("text"), kimi)
+    assert d.classes == ["other"] and d.golden_window == [] and d.first_index == 0
+    assert "reconstructed[0:1]" in d.render()
+    assert diagnose([stop], [], kimi, profile=profile).classes == ["stop-token"]
+    assert diagnose([], [stop], kimi, profile=profile, finish_reason="length").classes == ["stop-token"]
