@@ -190,6 +190,7 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golde
         first = path.read_bytes().count(b"\n")
         assert 15 <= first < n, "the run must be killed in the middle"
         requested_before = len(server.requests)
+        open_gate(golden / "T1_kimi", tmp_path / "state")  # fresh record: others may edit the tree meanwhile
         resumed = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
         assert resumed.returncode == 0, resumed.stderr
     ids = [r["id"] for r in records(out)]

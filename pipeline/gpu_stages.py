@@ -1,0 +1,144 @@
+"""The GPU stages after ``build``: target-model hidden states, then drafter training.
+
+Both run existing engines on the exported ``train.jsonl`` (``pipeline.export``), never a home-made
+trainer:
+
+* ``hidden_states_with_transformers``: a transformers causal LM (a GGUF file, a Hugging Face folder,
+  or ``pkg:PACKAGE/FILE``) run forward with ``output_hidden_states=True`` over each record's
+  ``input_ids``. One ``<out>/<id>.safetensors`` per sample with SpecForge's offline EAGLE-3 keys:
+  ``input_ids`` (int64 [seq]), ``loss_mask`` (int64 [seq]), ``hidden_state`` (float32 [seq, hidden]:
+  the last layer) and ``aux_hidden_state`` (float32 [seq, 3*hidden]: three layers concatenated, EAGLE-3's
+  low/middle/high features, by default decoder layers 1, n/2-1 and n-4). A re-run skips samples whose
+  file exists; files are written to a temporary name and renamed, so a kill never leaves half a file.
+* ``run_configured_command``: any command line (SpecForge's ``prepare_hidden_states.py`` /
+  ``train_eagle3.py``, speculators' scripts, ...) with the data paths substituted for ``{data}``,
+  ``{hidden_states}``, ``{out}``; its output streams through and its exit code is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .export import read_training_records
+
+__all__ = ["HiddenStatesResult", "hidden_states_with_transformers", "default_aux_layers", "run_configured_command", "fill_command"]
+
+
+def default_aux_layers(num_layers: int) -> tuple[int, int, int]:
+    """EAGLE-3's three feature layers (low, middle, high) for a model with ``num_layers`` decoder layers."""
+    return (1, max(1, num_layers // 2 - 1), max(1, num_layers - 4))
+
+
+@dataclass
+class HiddenStatesResult:
+    written: list[Path] = field(default_factory=list)
+    skipped: int = 0  # files already there
+    seconds: float = 0.0
+    model: str = ""
+    aux_layers: tuple[int, ...] = ()
+
+
+def hidden_states_with_transformers(
+    train_path: os.PathLike | str,
+    model_spec: str,
+    out_dir: os.PathLike | str,
+    *,
+    limit: int | None = None,
+    aux_layers: Sequence[int] | None = None,
+    threads: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> HiddenStatesResult:
+    """Forward every training record (or the first ``limit``) through the model; write safetensors."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM
+
+    from .capture.transformers_engine import resolve_model_path
+
+    out_dir = Path(out_dir)
+    records = list(read_training_records(train_path))
+    if limit is not None:
+        records = records[:limit]
+    todo = [r for r in records if not (out_dir / f"{_safe_name(r['id'])}.safetensors").exists()]
+    result = HiddenStatesResult(skipped=len(records) - len(todo), model=model_spec)
+    if not todo:
+        return result
+    if threads:
+        torch.set_num_threads(threads)
+    path = resolve_model_path(model_spec)
+    folder, kwargs = (str(path.parent), {"gguf_file": path.name}) if path.is_file() else (str(path), {})
+    start = time.monotonic()
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+    vocab = model.get_input_embeddings().weight.shape[0]
+    n_layers = model.config.num_hidden_layers
+    layers = tuple(aux_layers) if aux_layers else default_aux_layers(n_layers)
+    if any(not 0 <= i < n_layers for i in layers):
+        raise ValueError(f"aux layers {layers} out of range for a model with {n_layers} decoder layers")
+    result.aux_layers = layers
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for record in todo:
+        ids = record["input_ids"]
+        if ids and max(ids) >= vocab:
+            raise ValueError(
+                f"sample {record['id']!r}: token id {max(ids)} is outside the model's vocabulary ({vocab} rows): "
+                f"the training data was built with another tokenizer than {model_spec}'s"
+            )
+        input_ids = torch.tensor([ids], dtype=torch.long)
+        with torch.inference_mode():
+            out = model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+        states = out.hidden_states  # embeddings, then one per decoder layer
+        tensors = {
+            "input_ids": input_ids[0].clone(),
+            "loss_mask": torch.tensor(record["loss_mask"], dtype=torch.long),
+            "hidden_state": states[-1][0].float().contiguous(),
+            "aux_hidden_state": torch.cat([states[i + 1][0] for i in layers], dim=-1).float().contiguous(),
+        }
+        target = out_dir / f"{_safe_name(record['id'])}.safetensors"
+        tmp = target.with_name(target.name + ".tmp")
+        save_file(tensors, str(tmp), metadata={"id": str(record["id"]), "model": model_spec, "aux_layers": json.dumps(layers)})
+        os.replace(tmp, target)
+        result.written.append(target)
+        if on_progress:
+            on_progress(1)
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _safe_name(sample_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(sample_id))[:200]
+
+
+def fill_command(command: str | Sequence[str], values: dict[str, str]) -> list[str]:
+    """Split a command line and substitute ``{data}``, ``{hidden_states}``, ``{out}`` in each argument."""
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    if not argv:
+        raise ValueError("the configured command is empty")
+    try:
+        return [arg.format(**values) for arg in argv]
+    except KeyError as e:
+        raise ValueError(f"unknown placeholder {{{e.args[0]}}} in the command; known: {', '.join('{' + k + '}' for k in values)}") from None
+
+
+def run_configured_command(argv: Sequence[str], *, log_path: Path | None = None, env: dict[str, str] | None = None) -> int:
+    """Run the engine's command, streaming its output; record what ran and how it ended in ``log_path``."""
+    start = time.time()
+    try:
+        completed = subprocess.run(list(argv), env={**os.environ, **(env or {})}, stdout=sys.stdout, stderr=sys.stderr)
+        code = completed.returncode
+    except FileNotFoundError:
+        print(f"command not found: {argv[0]!r}", file=sys.stderr)
+        code = 127
+    if log_path is not None:
+        log: dict[str, Any] = {"argv": list(argv), "started": start, "seconds": round(time.time() - start, 3), "exit_code": code}
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
+    return code
