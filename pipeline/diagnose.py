@@ -526,9 +526,11 @@ class _Context:
         return OTHER
 
 
-def _split_stop(block, golden, recon, stop_ids, specials):
+def _split_stop(block, ctx: _Context):
     """At the very end, peel a stop token present on one side only into its own hunk (unless the
-    other side ends with another special id there: that is a replaced id, not a missing one)."""
+    other side ends with another special id there, a replaced id, or spells the stop token's text,
+    marker text: neither is a missing stop token)."""
+    golden, recon, stop_ids, specials = ctx.golden, ctx.recon, ctx.stop_ids, ctx.specials
     gs, ge, rs, re = block
     if ge != len(golden) or re != len(recon) or (ge - gs == 1 and re - rs == 1):
         return [block]
@@ -538,6 +540,10 @@ def _split_stop(block, golden, recon, stop_ids, specials):
         return [block]
     other_last = (recon[re - 1] if re > rs else None) if g_stop else (golden[ge - 1] if ge > gs else None)
     if other_last in specials:
+        return [block]
+    stop_text = ctx.special_text.get(golden[ge - 1] if g_stop else recon[re - 1], b"\0")
+    other_bytes = ctx.rbytes.span(rs, re) if g_stop else ctx.gbytes.span(gs, ge)
+    if other_bytes.endswith(stop_text):
         return [block]
     if g_stop:
         rest, stop = (gs, ge - 1, rs, re), (ge - 1, ge, re, re)
@@ -606,7 +612,7 @@ def diagnose(
     blocks = _merge_byte_neighbours(blocks, ctx.gbytes, ctx.rbytes)
     blocks = [piece for blk in blocks for piece in _peel_specials(blk, golden, recon, ctx.specials)]
     if blocks:
-        blocks = blocks[:-1] + _split_stop(blocks[-1], golden, recon, ctx.stop_ids, ctx.specials)
+        blocks = blocks[:-1] + _split_stop(blocks[-1], ctx)
     hunks = []
     for gs, ge, rs, re in blocks:
         if ge == len(golden) and re == len(recon) and ge - gs + re - rs == 1:

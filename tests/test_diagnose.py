@@ -183,6 +183,18 @@ def test_marker_text_both_ways(kimi, profile):
     assert diagnose(golden, recon, kimi, profile=profile).classes == ["marker-text"]
 
 
+def test_stop_token_written_as_text_is_marker_text_on_qwen3():
+    qwen3 = load_tokenizer("qwen3")
+    chatml = bind_profile("chatml", qwen3)
+    golden = qwen3.encode_ordinary("Hi there") + [chatml.stop_id]
+    recon = qwen3.encode_ordinary("Hi there<|im_end|>")
+    assert diagnose(golden, recon, qwen3, profile=chatml).classes == ["marker-text"]
+    golden = qwen3.encode_ordinary("The ") + qwen3.encode_ordinary("initializer") + [chatml.stop_id]
+    recon = qwen3.encode_ordinary("The initializer") + [chatml.stop_id]
+    assert golden != recon
+    assert diagnose(golden, recon, qwen3, profile=chatml).classes == ["non-canonical-split"]
+
+
 def test_marker_text_with_spaces_between_special_tokens(kimi, profile):
     """vLLM's spaces_between_special_tokens: ' </think> ' comes back as text."""
     golden = turn(kimi, profile, "ok", "1")
