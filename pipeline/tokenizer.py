@@ -270,9 +270,11 @@ class HFTokenizer(Tokenizer):
     def __init__(self, name, source, files, tokenizer, added_tokens: Mapping[str, int]):
         super().__init__(name, source, files, added_tokens)
         self._with_specials = tokenizer
-        ordinary = tokenizer.__class__.from_str(tokenizer.to_str())
-        ordinary.encode_special_tokens = True
-        self._ordinary = ordinary
+        # Ordinary text never matches an added token, special or not: encode_special_tokens only
+        # covers tokens flagged special, so drop the added-token table from a copy instead.
+        data = json.loads(tokenizer.to_str())
+        data["added_tokens"] = []
+        self._ordinary = tokenizer.__class__.from_str(json.dumps(data))
         self.n_vocab = tokenizer.get_vocab_size(with_added_tokens=True)
         self._bytes = self._build_byte_table(tokenizer)
 

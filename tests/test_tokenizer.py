@@ -134,3 +134,12 @@ def test_no_remote_code_is_ever_run(tmp_path):
     tok = load_tokenizer(folder)
     assert tok.encode("<|im_end|>") == [163586]
     assert not marker.exists()
+
+
+def test_hf_ordinary_text_never_matches_added_tokens_special_or_not():
+    q = load_tokenizer("qwen3")
+    text = "<think>x</think> <|im_end|> <tool_call>"
+    assert {151667, 151668, 151657}.issubset(q.encode(text))  # <think> etc. are added but not special
+    ordinary = q.encode_ordinary(text)
+    assert not set(ordinary) & set(q.special_tokens.values())
+    assert q.decode(ordinary) == text
