@@ -75,6 +75,7 @@ class FinalTokens:
 
     finish_reason: str
     expected_id: int | None  # the stop id for "stop"; None for "length" (no stop token expected)
+    stop_id: int | None = None  # the profile's stop id
     total: int = 0
     matching: int = 0
     found: Counter = field(default_factory=Counter)  # final id (None for an empty output) -> count
@@ -203,7 +204,10 @@ def _lookalikes_by_text(markers: list[MarkerCheck]) -> dict[str, list[int]]:
 
 
 def _final_tokens_line(g: FinalTokens, tok: Tokenizer) -> str:
-    others = [(i, n) for i, n in g.found.most_common() if i != g.expected_id]
+    if g.expected_id is not None:
+        others = [(i, n) for i, n in g.found.most_common() if i != g.expected_id]
+    else:  # cut at the length limit: only a stop token (or nothing at all) is wrong
+        others = [(i, n) for i, n in g.found.most_common() if i is None or i == g.stop_id]
     found = ", ".join(f"{'(empty output)' if i is None else _show(tok, i)} x{n}" for i, n in others[:LIST_LIMIT])
     if g.expected_id is not None:
         line = f"{g.matching}/{g.total} {g.finish_reason} samples end with {_show(tok, g.expected_id)}"
@@ -306,7 +310,7 @@ def _final_tokens(samples, stop_id: int | None, tokenizer: Tokenizer, failures: 
         reason = "length" if sample.finish_reason == "length" else "stop"
         g = groups.get(reason)
         if g is None:
-            g = groups[reason] = FinalTokens(reason, stop_id if reason == "stop" else None)
+            g = groups[reason] = FinalTokens(reason, stop_id if reason == "stop" else None, stop_id)
         last = sample.output_ids[-1] if sample.output_ids else None
         g.total += 1
         g.found[last] += 1
