@@ -55,17 +55,20 @@ def _text(obj: Mapping, key: str, prefix: str) -> str | None:
 
 
 def _reasoning(message: Mapping, prefix: str) -> str | None:
+    empty = None
     for key in ("reasoning", "reasoning_content"):
         text = _text(message, key, prefix)
-        if text is not None:
+        if text:
             return text
+        if text is not None:
+            empty = text
     details = message.get("reasoning_details")
     if details:
         if not isinstance(details, list):
             raise ResponseError(prefix + "reasoning_details", "expected a list")
         parts = [d.get("text") or "" for d in details if isinstance(d, Mapping) and d.get("type") == "reasoning.text"]
         return "".join(parts)
-    return None
+    return empty
 
 
 def _tool_calls(message: Mapping, prefix: str) -> tuple[ToolCall, ...]:
