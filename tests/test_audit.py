@@ -1,7 +1,6 @@
 """The special-token audit on real Kimi, Qwen3 and o200k tokenizers, and `tokfidelity audit`."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +11,10 @@ from pipeline.audit import audit
 from pipeline.cli import main
 from pipeline.golden import read_samples, write_dataset
 from pipeline.profiles import bind_profile
-from pipeline.tokenizer import load_tokenizer
+from pipeline.tokenizer import load_tokenizer, resolve_tokenizer_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-O200K = str(Path(os.environ["TOKFIDELITY_TOKENIZERS"]) / "o200k")
+O200K = "o200k"  # a folder name under TOKFIDELITY_TOKENIZERS
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +204,7 @@ def test_cli_runs_as_a_program(tmp_path):
 
 def test_tokenizer_files_that_disagree_fail_the_round_trip(tmp_path):
     """Qwen3's tokenizer.json with a tokenizer_config.json naming tokens it does not have."""
-    shared = Path(os.environ["TOKFIDELITY_TOKENIZERS"]) / "qwen3"
+    shared, _ = resolve_tokenizer_dir("qwen3")
     folder = tmp_path / "qwen3-mismatched"
     folder.mkdir()
     (folder / "tokenizer.json").symlink_to(shared / "tokenizer.json")  # read in place, never copied
