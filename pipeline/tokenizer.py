@@ -344,8 +344,36 @@ def _load_hf_folder(folder: Path) -> HFTokenizer:
     return HFTokenizer(folder.name, str(folder), files, tok, _added_tokens(tok, config_file))
 
 
+def _gguf_cache_dir(path: Path) -> Path:
+    """Where the tokenizer rebuilt from a GGUF file is kept, keyed by the file's sha256."""
+    root = Path(os.environ.get("TOKFIDELITY_CACHE_DIR") or Path.home() / ".cache" / "tokfidelity")
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return root / "gguf-tokenizers" / digest[:32]
+
+
 def _load_gguf(path: Path) -> HFTokenizer:
-    """The tokenizer inside a GGUF file, rebuilt by transformers, plus llama.cpp's digit pre-split."""
+    """The tokenizer inside a GGUF file, rebuilt by transformers, plus llama.cpp's digit pre-split.
+
+    Rebuilding takes seconds (transformers parses the whole file), so the result is cached as a
+    tokenizer.json keyed by the GGUF's sha256; later loads read only that.
+    """
+    from tokenizers import Tokenizer as RustTokenizer
+
+    cache = _gguf_cache_dir(path)
+    cached = cache / "tokenizer.json"
+    if cached.exists():
+        tok = RustTokenizer.from_file(str(cached))
+    else:
+        tok = _rebuild_gguf_tokenizer(path)
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cache / f"tokenizer.json.{os.getpid()}.tmp"
+        tok.save(str(tmp))
+        os.replace(tmp, cached)
+    return HFTokenizer(path.stem, str(path), [path], tok, _added_tokens(tok, None))
+
+
+def _rebuild_gguf_tokenizer(path: Path):
     import gguf
     from tokenizers import pre_tokenizers
     from transformers import AutoTokenizer
@@ -358,7 +386,7 @@ def _load_gguf(path: Path) -> HFTokenizer:
     if pre in _GGUF_DIGIT_SPLIT_PRE:
         # transformers drops llama.cpp's per-digit split for these vocabularies; put it back.
         tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), tok.pre_tokenizer])
-    return HFTokenizer(path.stem, str(path), [path], tok, _added_tokens(tok, None))
+    return tok
 
 
 # llama.cpp pre-tokenizer names whose regex splits every digit on its own.

