@@ -25,6 +25,7 @@ import httpx
 __all__ = ["ChatClient", "ApiError", "RetryPolicy", "ChatResult", "OPENROUTER_BASE_URL"]
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+LANE_SIZE = 8  # connections per httpx pool
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
 
@@ -101,15 +102,24 @@ class ChatClient:
         self.url = base_url.rstrip("/") + path
         self.retry = retry
         self._secret = api_key or None
-        self._semaphore = asyncio.Semaphore(concurrency)
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.AsyncClient(
-            headers=all_headers,
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        )
+        # httpcore's pool scans every connection for every queued request, which is quadratic at
+        # hundreds of connections; so the connections are split over small pools ("lanes") and a
+        # request first takes a slot: one slot per allowed request in flight, bound to one lane.
+        lanes = [
+            httpx.AsyncClient(
+                headers=all_headers,
+                timeout=httpx.Timeout(timeout, connect=connect_timeout),
+                limits=httpx.Limits(max_connections=LANE_SIZE, max_keepalive_connections=LANE_SIZE),
+            )
+            for _ in range(-(-concurrency // LANE_SIZE))
+        ]
+        self._lanes = lanes
+        self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        for i in range(concurrency):
+            self._slots.put_nowait(lanes[i % len(lanes)])
 
     async def __aenter__(self) -> "ChatClient":
         return self
@@ -118,7 +128,8 @@ class ChatClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        for lane in self._lanes:
+            await lane.aclose()
 
     def _mask(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
@@ -130,27 +141,31 @@ class ChatClient:
         attempt = 0
         while True:
             attempt += 1
+            lane = await self._slots.get()  # waits while `concurrency` requests are in flight
             try:
-                async with self._semaphore:
-                    result = await self._attempt(payload)
-                return ChatResult(result, attempt, time.monotonic() - start)
+                result = await self._attempt(lane, payload)
             except _Transient as e:
-                if attempt > self.retry.max_retries:
-                    raise ApiError(
-                        f"POST {self.url} failed after {attempt} attempts; last error: {self._mask(str(e))}. "
-                        "Raise --max-retries or check the server, then run the same command again to resume.",
-                        status=e.status,
-                        attempts=attempt,
-                        retryable=True,
-                    ) from None
-                wait = self.retry.backoff(attempt)
-                if e.wait is not None:
-                    wait = max(wait, min(e.wait, self.retry.max_delay))
-                await asyncio.sleep(wait)
+                error = e
+            else:
+                return ChatResult(result, attempt, time.monotonic() - start)
+            finally:
+                self._slots.put_nowait(lane)  # free the slot before any backoff sleep
+            if attempt > self.retry.max_retries:
+                raise ApiError(
+                    f"POST {self.url} failed after {attempt} attempts; last error: {self._mask(str(error))}. "
+                    "Raise --max-retries or check the server, then run the same command again to resume.",
+                    status=error.status,
+                    attempts=attempt,
+                    retryable=True,
+                )
+            wait = self.retry.backoff(attempt)
+            if error.wait is not None:
+                wait = max(wait, min(error.wait, self.retry.max_delay))
+            await asyncio.sleep(wait)
 
-    async def _attempt(self, payload: bytes) -> dict[str, Any]:
+    async def _attempt(self, http: httpx.AsyncClient, payload: bytes) -> dict[str, Any]:
         try:
-            response = await self._http.post(self.url, content=payload)
+            response = await http.post(self.url, content=payload)
         except httpx.TimeoutException as e:
             raise _Transient(f"timeout ({type(e).__name__})") from None
         except httpx.TransportError as e:  # refused, reset, closed mid-response
