@@ -119,6 +119,8 @@ class DatasetRun:
         self._stored: set[str] | None = None
         self._fd: int | None = None
         self._scan: tuple[list[str], list[str]] | None = None
+        self._noted: set[int] = set()
+        self._noted_problems: tuple[list[str], list[str]] = ([], [])
         self.selected: list[int] = []  # positions collected as tests, in order
         self.rank: dict[int, int] = {}
         self.verdicts: dict[int, Verdict | BaseException] = {}
@@ -180,18 +182,31 @@ class DatasetRun:
             os.close(self._fd)
             self._fd = None
 
-    # -- whole-dataset scan for the dataset checks ------------------------------------------
-    def scan(self) -> tuple[list[str], list[str]]:
-        """(vocabulary problems, stop-token problems) over every readable sample, once."""
-        if self._scan is None:
-            from pipeline.fidelity import stop_token_problems, vocabulary_problems
+    # -- whole-dataset checks: noted while judging, or one scan when that did not see every sample
+    def note(self, position: int, sample: GoldenSample) -> None:
+        """Run the vocabulary and stop checks on a sample read for its verdict (thread-safe)."""
+        from pipeline.fidelity import stop_token_problems, vocabulary_problems
 
-            judge, _ = self.setup()
-            samples = [s for s in (self.index.read(p, self.fd) for p in range(len(self.index))) if isinstance(s, GoldenSample)]
-            self._scan = (
-                vocabulary_problems(samples, judge.tokenizer),
-                stop_token_problems(samples, judge.profile, judge.tokenizer),
-            )
+        judge = self._setup[0]
+        one = (sample,)
+        self._noted_problems[0].extend(vocabulary_problems(one, judge.tokenizer))
+        self._noted_problems[1].extend(stop_token_problems(one, judge.profile, judge.tokenizer))
+        self._noted.add(position)
+
+    def scan(self) -> tuple[list[str], list[str]]:
+        """(vocabulary problems, stop-token problems) over every readable sample (first 10 each)."""
+        if self._scan is None:
+            if len(self._noted) < len(self.index):
+                from pipeline.fidelity import stop_token_problems, vocabulary_problems
+
+                judge, _ = self.setup()
+                samples = [s for s in (self.index.read(p, self.fd) for p in range(len(self.index))) if isinstance(s, GoldenSample)]
+                self._noted_problems = (
+                    vocabulary_problems(samples, judge.tokenizer),
+                    stop_token_problems(samples, judge.profile, judge.tokenizer),
+                )
+            by_line = lambda p: int(p.split(" ", 2)[1])  # noqa: E731 - "line N (...): ..."
+            self._scan = tuple(sorted(problems, key=by_line)[:10] for problems in self._noted_problems)
         return self._scan
 
 
@@ -268,7 +283,10 @@ class FidelitySession:
 
         def one(p: int) -> Verdict | BaseException:
             try:
-                return judge(index.read(p, fd))
+                sample = index.read(p, fd)
+                if type(sample) is GoldenSample:
+                    ds.note(p, sample)
+                return judge(sample)
             except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
                 return e
 

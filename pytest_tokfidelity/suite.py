@@ -2,7 +2,8 @@
 
 Plain test functions, parametrized per dataset and per sample by ``pytest_generate_tests``
 below, so that fixtures such as syrupy's ``snapshot`` work. Each test is a lookup and an
-assertion: the work happens in batches inside ``FidelitySession``.
+assertion: the work happens in batches inside ``FidelitySession``. The whole-dataset checks
+come after the samples, so that a run that judged every sample has already checked them.
 """
 
 from pytest_tokfidelity.session import session_of
@@ -23,6 +24,11 @@ def test_manifest(dataset, request):
     session_of(request.config).check_dataset("test_manifest", dataset)
 
 
+def test_fidelity(case, request):
+    """The ids rebuilt from the API's text equal the golden ids, or differ only as reviewed or accepted."""
+    session_of(request.config).check_sample(case, request)
+
+
 def test_vocabulary(dataset, request):
     """Every golden id is in the tokenizer's vocabulary."""
     session_of(request.config).check_dataset("test_vocabulary", dataset)
@@ -38,6 +44,3 @@ def test_stop_tokens(dataset, request):
     session_of(request.config).check_dataset("test_stop_tokens", dataset)
 
 
-def test_fidelity(case, request):
-    """The ids rebuilt from the API's text equal the golden ids, or differ only as reviewed or accepted."""
-    session_of(request.config).check_sample(case, request)
