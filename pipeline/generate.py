@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .client import ApiError, ChatClient, ChatResult
+from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_output_ids
 from .responses import ResponseError, parse_response
@@ -42,6 +42,8 @@ __all__ = [
     "JsonlAppender",
     "load_finished",
     "run_generation",
+    "write_summary",
+    "RunResult",
     "RECORDS_FILE",
     "RUN_FILE",
     "SUMMARY_FILE",
@@ -294,8 +296,6 @@ def run_generation(
     on_progress: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Generate every prompt whose id is not yet in ``generations.jsonl``; return the counts."""
-    from .client import RetryPolicy
-
     records_path = job.out_dir / RECORDS_FILE
     done, totals, torn = load_finished(records_path)
     prompts = list(prompts)

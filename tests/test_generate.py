@@ -171,11 +171,11 @@ def test_bad_prompts_file_names_line_and_field(tmp_path, golden, gate_open, monk
 
 @pytest.mark.slow
 def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golden, gate_open, kimi):
-    n = 80
+    n = 100
     prompts = write_prompts(tmp_path / "prompts.jsonl", n)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with FaultyServer(kimi, delay=0.03) as server:
+    with FaultyServer(kimi, delay=0.05) as server:
         args = CLI + gen_args(golden, prompts, out, server.url, "--concurrency", "4")
         proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         path = out / RECORDS_FILE
