@@ -96,3 +96,16 @@ def test_build_from_generate_output_leaves_flagged_records_out(tmp_path, kimi, c
 def test_unknown_input_folder_is_a_usage_error(tmp_path, capsys):
     assert main(["build", "--in", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "neither a golden dataset" in capsys.readouterr().err
+
+
+PROJECT_GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+
+
+@pytest.mark.parametrize("dataset", ["B1_glaive", "B3_magicoder"])
+def test_shipped_golden_datasets_render_to_their_prompt_ids(dataset, tmp_path, capsys):
+    """The shipped datasets' prompt_ids were made by scripts/make_kimi_golden.py, not by pipeline.render."""
+    folder = PROJECT_GOLDEN / dataset
+    assert main(["build", "--in", str(folder), "--out", str(tmp_path / "out"), "--no-progress"]) == 0, capsys.readouterr().err
+    meta = json.loads((tmp_path / "out" / "export.json").read_text())
+    n = sum(1 for line in (folder / "samples.jsonl").read_text().splitlines() if line.strip())
+    assert meta["samples"] == meta["prompt_ids_checked"] == n
