@@ -202,3 +202,14 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golde
     done_first = set(ids[:first])
     assert not any(f"question {i}" in resumed_contents for i in range(n) if f"p{i}" in done_first)
     assert f"{first} already done" in resumed.stderr or "already done" in resumed.stderr
+
+
+def test_gate_closes_when_golden_data_changes_after_the_green_run(tmp_path, golden, gate_open, capsys, kimi):
+    samples = golden / "T1_kimi" / "samples.jsonl"
+    samples.write_text(samples.read_text().replace("163607", "163606"))
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 2)
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url)) == 3
+    assert server.requests == [] and not out.exists()
+    assert "golden file samples.jsonl changed" in capsys.readouterr().err
