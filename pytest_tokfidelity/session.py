@@ -35,7 +35,7 @@ PLUGIN_NAME = "tokfidelity-session"  # the session is registered under this name
 SUITE_NODE_NAME = "tokfidelity_suite.py"
 DATASET_CHECKS = ("test_manifest", "test_vocabulary", "test_special_tokens", "test_stop_tokens")
 SAMPLE_TEST = "test_fidelity"
-WINDOW_MIN, WINDOW_MAX = 8, 512
+WINDOW_MAX = 512  # samples judged in one batch: bounded so memory stays flat
 _WORKER_OUTPUT_KEY = "tokfidelity_counts"
 
 
@@ -124,8 +124,6 @@ class DatasetRun:
         self.selected: list[int] = []  # positions collected as tests, in order
         self.rank: dict[int, int] = {}
         self.verdicts: dict[int, Verdict | BaseException] = {}
-        self.next_rank = -1
-        self.window = WINDOW_MIN
 
     # -- per-process resources, loaded on first use ----------------------------------------
     @property
@@ -227,7 +225,8 @@ class FidelitySession:
         self.counts: dict[str, dict[str, Any]] = {d.name: _new_counts() for d in self.datasets}
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if self.is_worker else 1
         cpus = os.cpu_count() or 1
-        self.threads = max(1, min(4, cpus // workers))
+        # Threads share the tokenizer's encode (it releases the GIL); TOKFIDELITY_THREADS overrides.
+        self.threads = int(os.environ.get("TOKFIDELITY_THREADS") or max(1, min(4, cpus // workers)))
         self._pool: ThreadPoolExecutor | None = None
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
         # controller-side tallies
@@ -260,13 +259,38 @@ class FidelitySession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for ds in self.datasets:
             ds.selected.clear()
+        self.case_of_item = []
         for item in session.items:
             callspec = getattr(item, "callspec", None)
+            case = None
             if callspec is not None and getattr(item, "originalname", None) == SAMPLE_TEST:
-                d, p = callspec.params["case"]
-                self.datasets[d].selected.append(p)
+                case = callspec.params["case"]
+                self.datasets[case[0]].selected.append(case[1])
+            self.case_of_item.append(case)
         for ds in self.datasets:
             ds.rank = {p: r for r, p in enumerate(ds.selected)}
+        if self.is_worker:  # xdist's worker loop, whose queue says which items this process runs next
+            self._xdist_worker = next(
+                (p for p in self.config.pluginmanager.get_plugins() if type(p).__name__ == "WorkerInteractor"), None
+            )
+
+    def _queued_positions(self, ds: DatasetRun, limit: int) -> list[int] | None:
+        """Positions of ds's samples queued for this xdist worker, in run order (None: unknown)."""
+        worker = getattr(self, "_xdist_worker", None)
+        try:
+            with worker.torun.lock() as queue:  # xdist internals: a deque of item indices
+                pending = list(queue)
+            nxt = worker.nextitem_index
+        except Exception:  # noqa: BLE001 - another xdist version: fall back to small windows
+            return None
+        out = []
+        for i in ([nxt] if isinstance(nxt, int) else []) + pending:
+            case = self.case_of_item[i] if isinstance(i, int) and i < len(self.case_of_item) else None
+            if case is not None and case[0] == ds.position:
+                out.append(case[1])
+                if len(out) >= limit:
+                    break
+        return out
 
     def dataset_of_item(self, item: pytest.Item) -> DatasetRun:
         params = item.callspec.params
@@ -274,10 +298,14 @@ class FidelitySession:
 
     # -- verdicts -------------------------------------------------------------------------------
     def _judge_window(self, ds: DatasetRun, position: int) -> None:
-        rank = ds.rank.get(position, 0)
-        ds.window = min(ds.window * 2, WINDOW_MAX) if rank == ds.next_rank else WINDOW_MIN
-        todo = [p for p in ds.selected[rank : rank + ds.window] if p not in ds.verdicts] or [position]
-        ds.next_rank = rank + ds.window
+        """Judge ``position`` and the next samples of ds this process will run, in one batch."""
+        if self.is_worker:
+            queued = self._queued_positions(ds, WINDOW_MAX - 1)
+            upcoming = queued if queued is not None else []
+        else:  # a lone process runs its selected items in order
+            rank = ds.rank.get(position, 0)
+            upcoming = ds.selected[rank + 1 : rank + WINDOW_MAX]
+        todo = [position] + [p for p in upcoming if p not in ds.verdicts and p != position]
         judge, _ = ds.setup()
         index, fd = ds.index, ds.fd
 
