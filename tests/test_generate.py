@@ -86,7 +86,8 @@ def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypat
     with FaultyServer(kimi) as server:
         server.faults.extend(["429", "500", "reset"])
         code = main(gen_args(golden, prompts, out, server.url, "--concurrency", "2", "--provider-order", "Moonshot,Fireworks",
-                             "--allow-fallbacks", "false", "--temperature", "0.6"))
+                             "--allow-fallbacks", "false", "--temperature", "0.6",
+                             "--reasoning", '{"effort": "high"}', "--extra-body", '{"seed": 7}'))
     assert code == 1  # two flagged records
     rows = {r["id"]: r for r in records(out)}
     assert sorted(rows) == [f"p{i}" for i in range(6)]
@@ -100,7 +101,9 @@ def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypat
     bodies = [b for _, b in server.requests]
     assert all(b["provider"] == {"order": ["Moonshot", "Fireworks"], "allow_fallbacks": False} for b in bodies)
     assert {b["max_tokens"] for b in bodies} == {100, 101, 102, 103, 104, 105}
-    assert all(b["temperature"] == 0.6 for b in bodies)
+    assert all(b["temperature"] == 0.6 and b["reasoning"] == {"effort": "high"} and b["seed"] == 7 for b in bodies)
+    assert all(b["model"] == "moonshotai/kimi-k2.5" for b in bodies)
+    assert {b["messages"][0]["content"] for b in bodies if "tools" in b} == {"q5"}
     assert server.headers[0]["Authorization"] == "Bearer sk-or-never-written-42"
     assert len(server.requests) == 6 + 3
     summary = json.loads((out / "summary.json").read_text())

@@ -115,3 +115,14 @@ def test_hidden_states_with_real_smollm2(tmp_path):
     mtimes = {p: p.stat().st_mtime_ns for p in out.iterdir()}
     assert main(args()) == 0  # a re-run keeps what is there
     assert {p: p.stat().st_mtime_ns for p in out.iterdir()} == mtimes
+
+
+def test_hidden_states_can_run_a_configured_engine_command(built, tmp_path):
+    root, samples = built
+    out = tmp_path / "hs"
+    command = (f"{sys.executable} -c \"import json,sys,pathlib; o=pathlib.Path(sys.argv[2]); o.mkdir(parents=True, exist_ok=True); "
+               "[(o/(json.loads(l)['id']+'.txt')).write_text(str(len(json.loads(l)['input_ids']))) for l in open(sys.argv[1])]\" {data} {out}")
+    assert main(["hidden-states", *gate_args(root), "--data", str(root / "train"), "--out", str(out), "--command", command]) == 0
+    for s in samples:
+        assert (out / f"{s['id']}.txt").read_text() == str(len(s["prompt_ids"]) + len(s["output_ids"]))
+    assert json.loads((out / "hidden_states_run.json").read_text())["exit_code"] == 0
