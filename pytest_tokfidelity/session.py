@@ -2,7 +2,7 @@
 
 Every process (a lone pytest, or each xdist worker) holds one ``FidelitySession``: it indexes
 the selected datasets for collection, loads each dataset's tokenizer and profile once,
-computes verdicts in windows of upcoming samples (threads share the tokenizer's encode) and
+judges upcoming samples in background threads while pytest runs the tests before them, and
 counts outcomes. The controlling process (the lone pytest, or the xdist controller) also
 tallies reports, merges workers' counts, prints the per-dataset summary, and writes or closes
 each dataset's gate record.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ PLUGIN_NAME = "tokfidelity-session"  # the session is registered under this name
 SUITE_NODE_NAME = "tokfidelity_suite.py"
 DATASET_CHECKS = ("test_manifest", "test_vocabulary", "test_special_tokens", "test_stop_tokens")
 SAMPLE_TEST = "test_fidelity"
-WINDOW_MAX = 512  # samples judged in one batch: bounded so memory stays flat
+CHUNK = 32  # samples judged by one background task
+AHEAD = 512  # samples judged ahead of the running test, at most: memory stays flat
 _WORKER_OUTPUT_KEY = "tokfidelity_counts"
 
 
@@ -123,7 +124,7 @@ class DatasetRun:
         self._noted_problems: tuple[list[str], list[str]] = ([], [])
         self.selected: list[int] = []  # positions collected as tests, in order
         self.rank: dict[int, int] = {}
-        self.verdicts: dict[int, Verdict | BaseException] = {}
+        self.scheduled: dict[int, Future] = {}  # position -> the future judging its chunk
 
     # -- per-process resources, loaded on first use ----------------------------------------
     @property
@@ -297,34 +298,48 @@ class FidelitySession:
         return self.datasets[params["case"][0] if "case" in params else params["dataset"]]
 
     # -- verdicts -------------------------------------------------------------------------------
-    def _judge_window(self, ds: DatasetRun, position: int) -> None:
-        """Judge ``position`` and the next samples of ds this process will run, in one batch."""
+    def _upcoming(self, ds: DatasetRun, position: int) -> list[int]:
+        """Positions of ds's samples this process runs after ``position``, in order (at most AHEAD)."""
         if self.is_worker:
-            queued = self._queued_positions(ds, WINDOW_MAX - 1)
-            upcoming = queued if queued is not None else []
-        else:  # a lone process runs its selected items in order
-            rank = ds.rank.get(position, 0)
-            upcoming = ds.selected[rank + 1 : rank + WINDOW_MAX]
-        todo = [position] + [p for p in upcoming if p not in ds.verdicts and p != position]
+            return self._queued_positions(ds, AHEAD) or []
+        rank = ds.rank.get(position, 0)  # a lone process runs its selected items in order
+        return ds.selected[rank + 1 : rank + 1 + AHEAD]
+
+    def _schedule(self, ds: DatasetRun, todo: list[int]) -> None:
+        """Judge ``todo`` in the background, in chunks, while pytest runs the tests before them."""
         judge, _ = ds.setup()
         index, fd = ds.index, ds.fd
 
-        def one(p: int) -> Verdict | BaseException:
-            try:
-                sample = index.read(p, fd)
-                if type(sample) is GoldenSample:
-                    ds.note(p, sample)
-                return judge(sample)
-            except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
-                return e
+        def judge_chunk(chunk: list[int]) -> dict[int, Verdict | BaseException]:
+            out: dict[int, Verdict | BaseException] = {}
+            for p in chunk:
+                try:
+                    sample = index.read(p, fd)
+                    if type(sample) is GoldenSample:
+                        ds.note(p, sample)
+                    out[p] = judge(sample)
+                except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                    out[p] = e
+            return out
 
-        if self.threads > 1 and len(todo) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tokfidelity")
-            results = list(self._pool.map(one, todo, chunksize=max(1, len(todo) // (self.threads * 4))))
-        else:
-            results = [one(p) for p in todo]
-        ds.verdicts.update(zip(todo, results))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tokfidelity")
+        for start in range(0, len(todo), CHUNK):
+            chunk = todo[start : start + CHUNK]
+            future = self._pool.submit(judge_chunk, chunk)
+            for p in chunk:
+                ds.scheduled[p] = future
+
+    def _verdict(self, ds: DatasetRun, position: int) -> Verdict | BaseException:
+        scheduled = ds.scheduled
+        if position not in scheduled:
+            self._schedule(ds, [position])
+        future = scheduled.pop(position)
+        if len(scheduled) < AHEAD // 2:  # keep the background threads ahead of the tests
+            more = [p for p in self._upcoming(ds, position) if p not in scheduled and p != position]
+            if more:
+                self._schedule(ds, more)
+        return future.result()[position]
 
     def check_sample(self, case: tuple[int, int], request: pytest.FixtureRequest) -> None:
         ds = self.datasets[case[0]]
@@ -335,10 +350,7 @@ class FidelitySession:
         if judge is None:
             counts["bad_input"] += 1
             pytest.fail(f"not verified: {why.splitlines()[0]} (see test_manifest[{ds.name}])", pytrace=False)
-        verdict = ds.verdicts.pop(position, None)
-        if verdict is None:
-            self._judge_window(ds, position)
-            verdict = ds.verdicts.pop(position)
+        verdict = self._verdict(ds, position)
         if isinstance(verdict, BaseException):
             counts["bad_input"] += 1
             raise verdict
@@ -413,7 +425,7 @@ class FidelitySession:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)
         for ds in self.datasets:
             ds.close()
         if self.is_worker:
@@ -510,6 +522,8 @@ class FidelitySession:
         if partial:
             return "record unchanged: partial run (" + ", ".join(partial) + ")"
         expected = SampleIndex(ds.index.path).__len__() if ds._index is None else len(ds.index)
+        if expected == 0:
+            return "record unchanged: the dataset has no samples"
         missing_checks = [c for c in DATASET_CHECKS if c not in tally["checks"]]
         if len(tally["passed"]) != expected or missing_checks:
             return (
