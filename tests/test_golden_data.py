@@ -165,9 +165,12 @@ def test_smollm2_model_file_is_the_one_recorded():
 
 
 def test_smollm2_samples_are_engine_output():
+    from pipeline.render import render_prompt
+
     m = load_manifest(GOLDEN / "smollm2-chat")
     tokenizer = load_tokenizer(m.tokenizer)
-    stop = bind_profile("chatml", tokenizer).stop_id
+    profile = bind_profile("chatml", tokenizer)
+    stop = profile.stop_id
     max_new = m.raw["sampling"]["max_new_tokens"]
     for s in _samples("smollm2-chat"):
         if s.finish_reason == "stop":
@@ -176,3 +179,5 @@ def test_smollm2_samples_are_engine_output():
             assert len(s.output_ids) == max_new and stop not in s.output_ids
         tail = tokenizer.encode("<|im_start|>assistant\n")
         assert s.prompt_ids[-len(tail) :] == tail
+        # the engine's prompt (the GGUF's own chat template) is what the pipeline renders for chatml
+        assert render_prompt(s.messages, s.tools, profile, tokenizer) == s.prompt_ids, s.id
