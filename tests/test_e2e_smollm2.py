@@ -30,7 +30,8 @@ def test_capture_verify_and_open_the_gate(tmp_path):
         json.dumps({"id": "code", "messages": [{"role": "user", "content": "Write a Python hello world."}]}) + "\n"
         + json.dumps({"id": "emoji", "messages": [{"role": "user", "content": "Describe Paris with 2 emoji 🗼"}]}) + "\n"
     )
-    env = {**os.environ, "TOKFIDELITY_STATE_DIR": str(state), "HF_HUB_OFFLINE": "1"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_CURRENT"))}
+    env.update(TOKFIDELITY_STATE_DIR=str(state), HF_HUB_OFFLINE="1")
     tokfidelity = [sys.executable, "-m", "pipeline.cli"]
 
     cap = _run(tokfidelity + ["capture", "--engine", "transformers", "--dataset", DATASET, "--prompts", str(prompts),
