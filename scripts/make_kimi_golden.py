@@ -185,10 +185,12 @@ def q_length_reported_as_tool_calls(f, s):
 
 
 def q_stop_at_length_limit(f, s):
-    """<|im_end|> was the max_new_tokens-th token: SGLang checks the length limit first and reports length."""
+    """<|im_end|> was the max_new_tokens-th token, and the engine tested the length cap before the stop token
+    (older SGLang's check_finished did; 0.5.23's update_finish_state tests the stop token first)."""
     ids = f.kimi.output_ids(s["turn"])
     return f.record(s, ids, {"type": "length", "length": len(ids)}, None, "stop-token: <|im_end|> was the last "
-                    "allowed token; SGLang reports finish_reason length, so text-side reconstruction drops the stop")
+                    "allowed token and an older SGLang (length cap tested before the stop token) reported "
+                    "finish_reason length, so text-side reconstruction drops the stop")
 
 
 def q_non_canonical(f, s, splits=1):
