@@ -11,6 +11,7 @@ each dataset's gate record.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -182,15 +183,23 @@ class DatasetRun:
             self._fd = None
 
     # -- whole-dataset checks: noted while judging, or one scan when that did not see every sample
-    def note(self, position: int, sample: GoldenSample) -> None:
-        """Run the vocabulary and stop checks on a sample read for its verdict (thread-safe)."""
+    def note(self, position: int, sample: GoldenSample, verdict: Verdict | BaseException) -> Verdict | BaseException:
+        """Run the vocabulary and stop checks on a sample judged in this process (thread-safe).
+        An exact sample's ids came out of the tokenizer, so only others need the vocabulary
+        check; a sample whose judging failed on ids outside the vocabulary gets that verdict."""
         from pipeline.fidelity import stop_token_problems, vocabulary_problems
 
         judge = self._setup[0]
         one = (sample,)
-        self._noted_problems[0].extend(vocabulary_problems(one, judge.tokenizer))
+        if not (isinstance(verdict, Verdict) and verdict.kind == EXACT):
+            problems = vocabulary_problems(one, judge.tokenizer)
+            if problems:
+                self._noted_problems[0].extend(problems)
+                if isinstance(verdict, BaseException):
+                    verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{self.index.path}: {problems[0]}")
         self._noted_problems[1].extend(stop_token_problems(one, judge.profile, judge.tokenizer))
         self._noted.add(position)
+        return verdict
 
     def scan(self) -> tuple[list[str], list[str]]:
         """(vocabulary problems, stop-token problems) over every readable sample (first 10 each)."""
@@ -313,17 +322,23 @@ class FidelitySession:
         def judge_chunk(chunk: list[int]) -> dict[int, Verdict | BaseException]:
             out: dict[int, Verdict | BaseException] = {}
             for p in chunk:
+                sample = index.read(p, fd)
                 try:
-                    sample = index.read(p, fd)
-                    if type(sample) is GoldenSample:
-                        ds.note(p, sample)
-                    out[p] = judge(sample)
+                    verdict = judge(sample)
                 except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
-                    out[p] = e
+                    verdict = e
+                if type(sample) is GoldenSample:
+                    verdict = ds.note(p, sample, verdict)
+                out[p] = verdict
             return out
 
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tokfidelity")
+            # pytest's main thread makes a syscall or two per test phase (capture, terminal);
+            # each gives up the GIL and waits a whole switch interval to get it back from a busy
+            # judging thread. A short interval keeps the tests flowing; restored at the end.
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(float(os.environ.get("TOKFIDELITY_SWITCH", "0.0002")))
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
             future = self._pool.submit(judge_chunk, chunk)
@@ -426,6 +441,7 @@ class FidelitySession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
+            sys.setswitchinterval(self._switch_interval)
         for ds in self.datasets:
             ds.close()
         if self.is_worker:
