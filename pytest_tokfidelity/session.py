@@ -338,7 +338,7 @@ class FidelitySession:
             # each gives up the GIL and waits a whole switch interval to get it back from a busy
             # judging thread. A short interval keeps the tests flowing; restored at the end.
             self._switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(float(os.environ.get("TOKFIDELITY_SWITCH", "0.0002")))
+            sys.setswitchinterval(0.0002)
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
             future = self._pool.submit(judge_chunk, chunk)
@@ -462,6 +462,10 @@ class FidelitySession:
         tally = self.reports.get(dataset)
         if tally is None:
             return
+        start, stop = getattr(report, "start", None), getattr(report, "stop", None)
+        if start is not None:
+            tally["start"] = min(tally.get("start", start), start)
+            tally["stop"] = max(tally.get("stop", stop), stop)
         if report.failed:
             tally["failed"].add(name)
         elif report.when == "call" and report.passed:
@@ -514,7 +518,8 @@ class FidelitySession:
             gate_note = self._gate(ds, counts, tally, problems, partial, state_dir, args)
             if problems and not tally["failed"]:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            self.summary_lines += self._summary(ds, counts, wall, gate_note, problems)
+            span = tally.get("stop", 0.0) - tally.get("start", 0.0)  # first test start to last test end
+            self.summary_lines += self._summary(ds, counts, span or wall, gate_note, problems)
 
     def _rate_problems(self, ds: DatasetRun, counts: dict[str, Any]) -> list[str]:
         problems = []
