@@ -309,7 +309,8 @@ def check_gate(
 
             fingerprint = load_tokenizer(spec).fingerprint
         except Exception as e:  # noqa: BLE001 - any load failure keeps the gate shut, with its reason
-            problems.append(f"tokenizer {spec!r} cannot be loaded ({type(e).__name__}: {str(e).splitlines()[0]})")
+            detail = " ".join(line.strip() for line in str(e).splitlines())
+            problems.append(f"tokenizer {spec!r} cannot be loaded ({type(e).__name__}: {detail})")
         else:
             if fingerprint != record.get("tokenizer_fingerprint"):
                 problems.append(
