@@ -30,6 +30,14 @@ TASKS = [
     ("diff", "Review this patch and fix the off-by-one in the pagination.", "paginate"),
     ("json", "Write a JSON schema for a user record and an example document.", "user.schema.json"),
     ("python", "日本語のテキストから全角数字を半角に変換する関数を書いてください。", "to_halfwidth"),
+    ("python", "Parse Kimi output: split the text at the end-of-thinking marker and list the tool calls.", "split_kimi"),
+    ("yaml", "Write a GitHub Actions workflow that runs pytest on Python 3.11 and 3.12.", "ci.yml"),
+    ("python", "Write an async function that fetches URLs with at most 8 requests in flight.", "fetch_all"),
+    ("rust", "Implement Display for a 2D point struct in Rust, printing (x, y) with 2 decimals.", "Point"),
+    ("diff", "Apply this review comment: use a context manager instead of open/close.", "read_config"),
+    ("c", "Count set bits in a 32-bit integer in C, portable, no builtins.", "popcount"),
+    ("python", "Write a dataclass for a 3-column text table and a method that pads columns with spaces.", "Table"),
+    ("go", "Write a table-driven Go test for a function Abs(int) int.", "TestAbs"),
 ]
 
 CODE = {
@@ -358,6 +366,153 @@ def to_halfwidth(text: str) -> str:
 
 assert to_halfwidth("価格は１２３円") == "価格は123円"
 ```''',
+    "split_kimi": '''```python
+import re
+
+THINK_END = "</think>"
+CALL = re.compile(
+    r"<\\|tool_call_begin\\|>\\s*(?P<id>[^<]+?)\\s*<\\|tool_call_argument_begin\\|>(?P<args>.*?)<\\|tool_call_end\\|>",
+    re.DOTALL,
+)
+
+
+def split_kimi(text: str):
+    """(reasoning, content, [(call id, arguments)]) from decoded Kimi K2.5 output.
+
+    Works on text, so it is only right when the model never writes the marker texts
+    as ordinary tokens; for exact ids, work on the ids instead.
+    """
+    reasoning, _, rest = text.partition(THINK_END)
+    first = CALL.search(rest)
+    content = rest[: first.start()] if first else rest
+    calls = [(m["id"], m["args"]) for m in CALL.finditer(rest)]
+    return reasoning, content, calls
+```''',
+    "ci.yml": '''```yaml
+name: tests
+on: [push, pull_request]
+
+jobs:
+  pytest:
+    runs-on: ubuntu-latest
+    strategy:
+      matrix:
+        python: ["3.11", "3.12"]
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: ${{ matrix.python }}
+      - run: pip install -e ".[dev]"
+      - run: pytest -n 2 -q
+```''',
+    "fetch_all": '''```python
+import asyncio
+
+import httpx
+
+
+async def fetch_all(urls, limit=8):
+    """Fetch every URL, at most `limit` at a time; results keep the input order."""
+    sem = asyncio.Semaphore(limit)
+
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        async def one(url):
+            async with sem:
+                r = await client.get(url)
+                r.raise_for_status()
+                return r.text
+
+        return await asyncio.gather(*(one(u) for u in urls))
+```''',
+    "Point": '''```rust
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Point {
+    x: f64,
+    y: f64,
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({:.2}, {:.2})", self.x, self.y)
+    }
+}
+
+fn main() {
+    let p = Point { x: 1.0, y: -2.345 };
+    println!("{p}"); // (1.00, -2.35)
+}
+```''',
+    "read_config": '''```diff
+--- a/settings.py
++++ b/settings.py
+@@ -1,8 +1,7 @@
+ import json
+ 
+ def read_config(path):
+-    f = open(path, encoding="utf-8")
+-    data = json.load(f)
+-    f.close()
+-    return data
++    with open(path, encoding="utf-8") as f:
++        return json.load(f)
+```''',
+    "popcount": '''```c
+#include <stdint.h>
+
+/* Number of 1 bits in x (SWAR: sum bits in pairs, nibbles, bytes). */
+unsigned popcount32(uint32_t x)
+{
+\tx = x - ((x >> 1) & 0x55555555u);
+\tx = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+\tx = (x + (x >> 4)) & 0x0F0F0F0Fu;
+\treturn (x * 0x01010101u) >> 24;
+}
+```''',
+    "Table": '''```python
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Table:
+    header: tuple[str, str, str]
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def render(self) -> str:
+        cols = list(zip(self.header, *self.rows))
+        widths = [max(len(cell) for cell in col) for col in cols]
+        lines = [self.header, *self.rows]
+        return "\\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+
+
+print(Table(("name", "qty", "price"), [("apple", "3", "0.50"), ("watermelon", "1", "4.20")]).render())
+# name        qty  price
+# apple       3    0.50
+# watermelon  1    4.20
+```''',
+    "TestAbs": '''```go
+func TestAbs(t *testing.T) {
+\ttests := []struct {
+\t\tname string
+\t\tin   int
+\t\twant int
+\t}{
+\t\t{"zero", 0, 0},
+\t\t{"positive", 7, 7},
+\t\t{"negative", -7, 7},
+\t\t{"min+1", math.MinInt + 1, math.MaxInt},
+\t}
+\tfor _, tt := range tests {
+\t\tt.Run(tt.name, func(t *testing.T) {
+\t\t\tif got := Abs(tt.in); got != tt.want {
+\t\t\t\tt.Errorf("Abs(%d) = %d, want %d", tt.in, got, tt.want)
+\t\t\t}
+\t\t})
+\t}
+}
+```''',
 }
 
 REASONING_PARAGRAPHS = [
@@ -393,6 +548,32 @@ REASONING_PARAGRAPHS = [
     "calls it from several goroutines or threads, the function stays safe because it only touches its own locals.",
     "Let me write the final answer: a short explanation, the code, then a note on complexity and one on what I "
     "changed compared to the user's version (if they gave one).",
+    "What does the caller do with the result? If it is streamed to disk, a generator is better than a list; if it "
+    "is indexed, a list. For {name} the caller probably iterates once, but returning a list is easier to test.",
+    "Let me reconsider the input format. The user wrote the example by hand, so there may be stray spaces, tabs "
+    "mixed with spaces, or a trailing newline. Trimming each piece is cheap and avoids a whole class of bug reports.",
+    "Version check: the syntax I want needs a reasonably recent {lang}. Nothing exotic, but I should avoid features "
+    "that landed in the last release in case the user is on an LTS toolchain.",
+    "Edge case: what if the same key appears twice? Last one wins is the usual convention (it matches how a dict "
+    "literal behaves); I'll say so in a comment so nobody has to guess.",
+    "I keep going back and forth on naming the helper. `normalize` is vague; `strip_and_lower` says exactly what it "
+    "does. Explicit wins.",
+    "考虑一下性能：如果输入有一百万行，逐行处理的内存占用是常数级的，不需要一次性读入内存。",
+    "One subtle thing: integer overflow. In {lang}, adding two large values can wrap around silently (or panic in "
+    "debug builds for Rust). The inputs here are small, but I'll note the assumption.",
+    "Wait, I should double check the boundary once more. With `range(0, n, k)` the last start is the largest "
+    "multiple of k below n, so the final slice may be shorter than k, and that's exactly the behaviour we want.",
+    "Unicode: the user's data contains accented letters and CJK text (e.g. `Größe`, `数量`). Anything that uses byte "
+    "offsets instead of character offsets will be off; Python strings index by code point, which is what we want.",
+    "Is there a way to make this testable without touching the network or the file system? Passing the reader in "
+    "as a parameter (dependency injection, but boring) keeps the core pure.",
+    "For the explanation I'll use a short numbered list rather than a wall of text: what it does, why it's correct, "
+    "what it costs.",
+    "ちなみに、エラーメッセージは具体的であるべきだ。「不正な入力」ではなく、どの行のどのフィールドが悪いのかを示す。",
+    "Let me think about what the tests should be. The happy path, the empty input, one malformed line in the middle "
+    "(which must not stop the rest), and a very long input to catch anything quadratic.",
+    "Formatting: I'll align the inline comments with spaces so the code reads like a table; editors that show tabs "
+    "as 8 columns won't break it because the code itself uses spaces for Python.",
 ]
 
 INTROS = [
@@ -422,8 +603,8 @@ def build(kimi: KimiIds, seed: int = 20261130, count: int = 112) -> list[dict]:
     samples = []
     for n in range(count):
         lang, task, name = TASKS[n % len(TASKS)]
-        k = rng.choice([2, 3, 4, 6, 8, 12, 16])  # some reasoning is long
-        paragraphs = [p.format(name=name, lang=lang) for p in rng.choices(REASONING_PARAGRAPHS, k=k)]
+        k = rng.choice([2, 3, 4, 6, 8, 12, 16, 24])  # some reasoning is long
+        paragraphs = [p.format(name=name, lang=lang) for p in rng.sample(REASONING_PARAGRAPHS, k=k)]
         reasoning = "\n\n".join(paragraphs)
         if rng.random() < 0.25:
             reasoning += "\n"  # trailing newline before </think>
