@@ -354,3 +354,24 @@ def test_xdist_gives_the_same_verdicts_snapshots_and_record(pytester):
         assert rec["status"] == "open"
         outcomes[mode] = (failed, (path / "__snapshots__" / "fidelity.ambr").read_text(), rec["counts"], rec["golden_files"], rec["code_fingerprint"])
     assert outcomes["one"] == outcomes["xdist"]
+
+
+def test_recorded_response_is_reconstructed_instead_of_the_view(pytester):
+    same = {**exact_samples(1)[0], "id": "same", "response": {"reasoning": "Let me add 0 and 1.", "content": "0 + 1 = 1.", "finish_reason": "stop"}}
+    stripped = {**exact_samples(1)[0], "id": "stripped", "response": {"reasoning": "Let me add 0 and 1.", "content": "0 + 1 = 1.\n", "finish_reason": "stop"}}
+    make_dataset(pytester.path, "K21", [same, stripped])
+    result = run(pytester, "--tokfidelity-dataset=K21")
+    result.assert_outcomes(passed=4 + 1, failed=1)
+    assert "FAILED tokfidelity_suite.py::test_fidelity[K21/stripped]" in result.stdout.str()
+
+
+def test_view_and_tokenizer_overrides_and_ini_golden_dir(pytester, monkeypatch):
+    write_dataset(pytester.path / "data" / "K22", manifest("K22"), exact_samples(3))
+    pytester.makeini("[pytest]\ntokfidelity_golden_dir = data\n")
+    kimi_dir = str(Path(KIMI.source).resolve())
+    run(pytester, "--tokfidelity-dataset=all", f"--tokfidelity-tokenizer={kimi_dir}").assert_outcomes(passed=4 + 3)
+    assert read_record(pytester.path / "state", "K22")["tokenizer"] == kimi_dir
+    # vLLM's spaces between special tokens put a space after </think>: every sample diverges
+    result = run(pytester, "--tokfidelity-dataset=K22", "--tokfidelity-view=vllm-spaces")
+    result.assert_outcomes(passed=4, failed=3)
+    assert read_record(pytester.path / "state", "K22")["status"] == "closed"
