@@ -502,6 +502,8 @@ class FidelitySession:
         return reasons
 
     def _finish_controller(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:
+            return
         wall = time.perf_counter() - self.started
         partial = self._partial_reasons(session)
         state_dir = self.config.option.tokfidelity_state_dir
