@@ -322,13 +322,16 @@ class FidelitySession:
         def judge_chunk(chunk: list[int]) -> dict[int, Verdict | BaseException]:
             out: dict[int, Verdict | BaseException] = {}
             for p in chunk:
-                sample = index.read(p, fd)
                 try:
-                    verdict = judge(sample)
-                except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                    sample = index.read(p, fd)
+                    try:
+                        verdict = judge(sample)
+                    except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                        verdict = e
+                    if type(sample) is GoldenSample:
+                        verdict = ds.note(p, sample, verdict)
+                except Exception as e:  # noqa: BLE001
                     verdict = e
-                if type(sample) is GoldenSample:
-                    verdict = ds.note(p, sample, verdict)
                 out[p] = verdict
             return out
 
