@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -117,6 +118,7 @@ class DatasetRun:
             self.manifest_error = str(e)
             self.manifest = _fallback_manifest(path)  # so the samples still run; test_manifest fails
         self._index: SampleIndex | None = None
+        self._lock = threading.Lock()
         self._setup: tuple[Judge | None, str | None] | None = None
         self._stored: set[str] | None = None
         self._fd: int | None = None
@@ -149,9 +151,11 @@ class DatasetRun:
         return self.tokenizer_override or (self.manifest.tokenizer if self.manifest else None)
 
     def setup(self) -> tuple[Judge | None, str | None]:
-        """(judge, None), or (None, why this dataset's samples cannot be judged)."""
+        """(judge, None), or (None, why this dataset's samples cannot be judged). Thread-safe."""
         if self._setup is None:
-            self._setup = self._load()
+            with self._lock:
+                if self._setup is None:
+                    self._setup = self._load()
         return self._setup
 
     def _load(self) -> tuple[Judge | None, str | None]:
@@ -316,11 +320,13 @@ class FidelitySession:
 
     def _schedule(self, ds: DatasetRun, todo: list[int]) -> None:
         """Judge ``todo`` in the background, in chunks, while pytest runs the tests before them."""
-        judge, _ = ds.setup()
         index, fd = ds.index, ds.fd
 
         def judge_chunk(chunk: list[int]) -> dict[int, Verdict | BaseException]:
+            judge, why = ds.setup()  # the first chunk may load the tokenizer, off the main thread
             out: dict[int, Verdict | BaseException] = {}
+            if judge is None:  # the sample tests say why, without asking for a verdict
+                return out
             for p in chunk:
                 try:
                     sample = index.read(p, fd)
