@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .golden import GoldenError, GoldenSample, Manifest
+from .golden import GoldenError, GoldenSample
 from .profiles import Profile
 from .tokenizer import Tokenizer
 

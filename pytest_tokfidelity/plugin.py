@@ -1,8 +1,9 @@
 """pytest entry point of tokfidelity: ``pytest --tokfidelity-dataset=NAME``.
 
 Only options live here. Without ``--tokfidelity-dataset`` nothing else is imported and no
-hook runs; with it, one ``FidelitySession`` (see session.py) does the work and adds the suite
-of suite.py to the collected tests (alone, when no test paths were given).
+hook runs; with it, one ``FidelitySession`` (session.py) per process judges the samples of
+the suite in suite.py (collected alone when no test paths were given), and the controlling
+process's ``RunReport`` (report.py) prints the summary and writes the gate records.
 """
 
 from __future__ import annotations
@@ -55,5 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly
         raise pytest.UsageError(f"--tokfidelity-dataset: {e}") from None
     config.pluginmanager.register(session, PLUGIN_NAME)
+    if not hasattr(config, "workerinput"):  # the controlling process: summary and gate records
+        from .report import RunReport
+
+        config.pluginmanager.register(RunReport(session), "tokfidelity-report")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = []  # no paths given: run the fidelity suite alone, not testpaths
