@@ -28,14 +28,12 @@ from typing import Any
 
 from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from .profiles import Profile
+from .prompts import Prompt
 from .reconstruct import ReconstructionError, reconstruct_output_ids
 from .responses import ResponseError, parse_response
 from .tokenizer import Tokenizer
 
 __all__ = [
-    "PromptError",
-    "Prompt",
-    "read_prompts",
     "GenerationJob",
     "Totals",
     "check_record",
@@ -53,65 +51,6 @@ RECORDS_FILE = "generations.jsonl"
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 CHECKS = ("ok", "usage_mismatch", "usage_missing", "reconstruction_error")
-
-
-class PromptError(ValueError):
-    """A bad prompts file: names the file, the line and the field."""
-
-    def __init__(self, path: Path, line: int, field: str | None, message: str):
-        where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}:{f' field {field!r}:' if field else ''} {message}")
-
-
-@dataclass(frozen=True)
-class Prompt:
-    id: str
-    messages: list[dict]
-    tools: list[dict] | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)  # per-prompt request fields (max_tokens, ...)
-
-
-def read_prompts(path: os.PathLike | str) -> list[Prompt]:
-    """Prompts JSONL: ``{"id", "messages", "tools"?, "max_tokens"?, "params"?}`` a line; ids unique."""
-    path = Path(path)
-    prompts: list[Prompt] = []
-    seen: dict[str, int] = {}
-    try:
-        f = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise PromptError(path, 0, None, "no such file; --prompts takes a JSONL file of {\"id\", \"messages\"} objects") from None
-    with f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise PromptError(path, line_no, None, f"not valid JSON: {e.msg} (column {e.colno})") from None
-            if not isinstance(obj, dict):
-                raise PromptError(path, line_no, None, "expected a JSON object")
-            pid = obj.get("id")
-            if isinstance(pid, int) and not isinstance(pid, bool):
-                pid = str(pid)
-            if not isinstance(pid, str) or not pid:
-                raise PromptError(path, line_no, "id", "missing or not a non-empty string")
-            if pid in seen:
-                raise PromptError(path, line_no, "id", f"duplicate id {pid!r} (first on line {seen[pid]})")
-            seen[pid] = line_no
-            messages = obj.get("messages")
-            if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) and "role" in m for m in messages):
-                raise PromptError(path, line_no, "messages", "expected a non-empty list of {\"role\", \"content\"} objects")
-            tools = obj.get("tools")
-            if tools is not None and not isinstance(tools, list):
-                raise PromptError(path, line_no, "tools", f"expected a list, got {type(tools).__name__}")
-            params = dict(obj.get("params") or {})
-            if not isinstance(obj.get("params", {}), dict):
-                raise PromptError(path, line_no, "params", "expected an object of request fields")
-            for key in ("max_tokens", "temperature", "top_p", "seed"):
-                if key in obj:
-                    params[key] = obj[key]
-            prompts.append(Prompt(pid, messages, tools, params))
-    return prompts
 
 
 @dataclass
@@ -274,6 +213,8 @@ class GenerationJob:
 
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": prompt.messages, **self.request_defaults, **prompt.params}
+        if prompt.max_tokens is not None:
+            body["max_tokens"] = prompt.max_tokens
         if prompt.tools:
             body["tools"] = prompt.tools
         return body

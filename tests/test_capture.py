@@ -8,7 +8,8 @@ import json
 import pytest
 
 from pipeline.capture.dataset import PARTIAL_FILE, capture_dataset
-from pipeline.capture.engine import CaptureEngine, PromptError, PromptSpec, read_prompts
+from pipeline.capture.engine import CaptureEngine
+from pipeline.prompts import Prompt, PromptError, read_prompts
 from pipeline.capture.transformers_engine import SMOLLM2_GGUF, prompt_seed, resolve_model_path
 from pipeline.cli import main
 from pipeline.golden import GoldenError, load_manifest, read_samples
@@ -37,9 +38,9 @@ def test_prompts_file_bad_lines_are_named_and_skipped(tmp_path):
         {"id": 7, "messages": [{"role": "user", "content": "ok"}], "tools": [], "max_new_tokens": 4},
     ])
     items = list(read_prompts(path))
-    good = [i for i in items if isinstance(i, PromptSpec)]
+    good = [i for i in items if isinstance(i, Prompt)]
     bad = [i for i in items if isinstance(i, PromptError)]
-    assert [p.id for p in good] == ["a", "7"] and good[1].max_new_tokens == 4
+    assert [p.id for p in good] == ["a", "7"] and good[1].max_tokens == 4
     assert [(e.line, e.field) for e in bad] == [(2, None), (3, "messages"), (4, "max_new_tokens"), (5, "id")]
     assert f"{path}:5: field 'id': duplicate id 'a' (first on line 1)" == str(bad[3])
 
@@ -97,7 +98,7 @@ SAMPLING = {"seed": 7, "temperature": 0.9, "top_p": 0.95, "max_new_tokens": 12}
 @pytest.mark.slow
 def test_engine_follows_the_protocol_and_is_deterministic(engine):
     assert isinstance(engine, CaptureEngine)
-    prompt = PromptSpec("p1", [{"role": "user", "content": "Count from 10 to 15: 10, 11,"}])
+    prompt = Prompt("p1", [{"role": "user", "content": "Count from 10 to 15: 10, 11,"}])
     first = engine.capture(prompt, SAMPLING)
     again = engine.capture(prompt, SAMPLING)
     other_seed = engine.capture(prompt, {**SAMPLING, "seed": 8})
@@ -120,7 +121,7 @@ def test_engine_follows_the_protocol_and_is_deterministic(engine):
 
 @pytest.mark.slow
 def test_engine_stops_with_the_stop_token_included(engine):
-    prompt = PromptSpec("hi", [{"role": "user", "content": "Reply with one word: hello"}], max_new_tokens=40)
+    prompt = Prompt("hi", [{"role": "user", "content": "Reply with one word: hello"}], max_tokens=40)
     capture = engine.capture(prompt, {"seed": 0, "temperature": 0.0})  # greedy: stops early
     assert capture.finish_reason == "stop" and capture.output_ids[-1] == 2
     assert len(capture.output_ids) < 40 and capture.meta["max_new_tokens"] == 40
@@ -129,9 +130,9 @@ def test_engine_stops_with_the_stop_token_included(engine):
 @pytest.mark.slow
 def test_capture_dataset_resumes_after_a_kill_and_reports_bad_prompts(engine, tmp_path):
     prompts = [
-        PromptSpec("one", [{"role": "user", "content": "Say a fruit."}], max_new_tokens=4),
-        PromptSpec("broken", [{"role": "user", "content": None}]),  # the chat template cannot render it
-        PromptSpec("two", [{"role": "user", "content": "Say a color. 🎨"}], max_new_tokens=4),
+        Prompt("one", [{"role": "user", "content": "Say a fruit."}], max_tokens=4),
+        Prompt("broken", [{"role": "user", "content": None}]),  # the chat template cannot render it
+        Prompt("two", [{"role": "user", "content": "Say a color. 🎨"}], max_tokens=4),
     ]
     manifest = {"name": "d", "profile": "chatml", "tokenizer": SMOLLM2_GGUF, "api_view": "sglang", "source": "test"}
     dataset = tmp_path / "d"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.capture.engine import PromptSpec
+from pipeline.prompts import Prompt
 from pipeline.capture.sglang_engine import SGLangEngine, SGLangError
 from pipeline.cli import main
 from pipeline.golden import load_manifest, read_samples
@@ -16,7 +16,7 @@ from servers.http_server import FaultyServer
 from servers.sglang import SGLangAnswers
 
 SAMPLING = {"seed": 1, "temperature": 0.7, "top_p": 0.9, "max_new_tokens": 64}
-PROMPT = PromptSpec("p1", [{"role": "user", "content": "Say hello."}])
+PROMPT = Prompt("p1", [{"role": "user", "content": "Say hello."}])
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_generate_mode_sends_our_prompt_ids_and_keeps_output_ids_verbatim(answer
 def test_generate_mode_length_and_per_prompt_max(answers):
     with FaultyServer(answers) as server:
         engine = SGLangEngine(server.url, answers.profile, answers.tok)
-        capture = engine.capture(PromptSpec("p2", PROMPT.messages, max_new_tokens=3), SAMPLING)
+        capture = engine.capture(Prompt("p2", PROMPT.messages, max_tokens=3), SAMPLING)
     assert server.requests[0][1]["sampling_params"]["max_new_tokens"] == 3
     assert len(capture.output_ids) == 3 and capture.finish_reason == {"type": "length", "length": 3}
 
@@ -54,7 +54,7 @@ def test_chat_mode_uses_return_token_ids_and_compares_rendering(answers):
     with FaultyServer(answers) as server:
         engine = SGLangEngine(server.url, answers.profile, answers.tok, mode="chat")
         same = engine.capture(PROMPT, SAMPLING)
-        differs = engine.capture(PromptSpec("p3", [{"role": "user", "content": "[server-template-differs]"}]), SAMPLING)
+        differs = engine.capture(Prompt("p3", [{"role": "user", "content": "[server-template-differs]"}]), SAMPLING)
     body = server.requests[0][1]
     assert server.requests[0][0] == "/v1/chat/completions"
     assert body["return_token_ids"] is True and body["max_tokens"] == 64 and body["stream"] is False

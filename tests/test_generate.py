@@ -163,13 +163,28 @@ def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_op
     assert "other settings" in capsys.readouterr().err
 
 
-def test_bad_prompts_file_names_line_and_field(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_bad_prompt_line_is_named_and_skipped_the_rest_still_runs(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text('{"id": "a", "messages": [{"role": "user", "content": "x"}]}\n{"id": "b", "messages": "hi"}\n')
+    prompts.write_text(
+        '{"id": "a", "messages": [{"role": "user", "content": "x"}], "max_tokens": 64}\n'
+        '{"id": "b", "messages": "hi"}\n'
+    )
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, tmp_path / "out", server.url)) == 1  # the bad line makes the run not clean
+        assert [body["messages"][0]["content"] for _, body in server.requests] == ["x"]
+        assert server.requests[0][1]["max_tokens"] == 64
+    err = capsys.readouterr().err
+    assert f"{prompts}:2: field 'messages'" in err and "1 prompt lines were skipped" in err
+    assert [r["id"] for r in records(tmp_path / "out")] == ["a"]
+
+
+def test_only_bad_prompt_lines_send_nothing(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"id": "b", "messages": "hi"}\n')
     with FaultyServer(kimi) as server:
         assert main(gen_args(golden, prompts, tmp_path / "out", server.url)) == 2
         assert server.requests == []
-    assert f"{prompts}:2: field 'messages'" in capsys.readouterr().err
+    assert "no usable prompts" in capsys.readouterr().err
 
 
 @pytest.mark.slow

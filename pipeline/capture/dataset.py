@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..golden import MANIFEST_FILE, SAMPLES_FILE, write_dataset
-from .engine import CaptureEngine, PromptSpec
+from ..prompts import Prompt
+from .engine import CaptureEngine
 
 __all__ = ["capture_dataset", "CaptureSummary", "sample_record", "PARTIAL_FILE"]
 
@@ -40,7 +41,7 @@ class CaptureSummary:
         return self.captured + self.reused
 
 
-def sample_record(prompt: PromptSpec, capture) -> dict:
+def sample_record(prompt: Prompt, capture) -> dict:
     """The golden sample line for one capture (format: pipeline.golden)."""
     record = {"id": prompt.id, "messages": prompt.messages}
     if prompt.tools:
@@ -77,12 +78,12 @@ def _finish_name(finish) -> str:
 
 def capture_dataset(
     engine: CaptureEngine,
-    prompts: Iterable[PromptSpec],
+    prompts: Iterable[Prompt],
     dataset_dir: str | os.PathLike,
     *,
     manifest: dict,
     sampling: dict,
-    on_progress: Callable[[PromptSpec, dict | None, Exception | None], None] | None = None,
+    on_progress: Callable[[Prompt, dict | None, Exception | None], None] | None = None,
 ) -> CaptureSummary:
     """Capture every prompt with ``engine`` and write the dataset at ``dataset_dir``.
 

@@ -26,7 +26,8 @@ from ..client import RETRY_STATUS, RetryPolicy, retry_after_seconds
 from ..profiles import Profile
 from ..render import render_prompt
 from ..tokenizer import Tokenizer
-from .engine import Capture, PromptSpec
+from ..prompts import Prompt
+from .engine import Capture
 
 __all__ = ["SGLangEngine", "SGLangError"]
 
@@ -64,7 +65,7 @@ class SGLangEngine:
         self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0))
 
     # -- protocol ---------------------------------------------------------------------------
-    def capture(self, prompt: PromptSpec, sampling: dict) -> Capture:
+    def capture(self, prompt: Prompt, sampling: dict) -> Capture:
         if self.mode == "generate":
             return self._capture_generate(prompt, sampling)
         return self._capture_chat(prompt, sampling)
@@ -95,10 +96,10 @@ class SGLangEngine:
         self._http.close()
 
     # -- modes ------------------------------------------------------------------------------
-    def _capture_generate(self, prompt: PromptSpec, sampling: dict) -> Capture:
+    def _capture_generate(self, prompt: Prompt, sampling: dict) -> Capture:
         prompt_ids = render_prompt(prompt.messages, prompt.tools, self.profile, self.tokenizer)
         params = {k: sampling[k] for k in _SAMPLING_KEYS if k in sampling}
-        params["max_new_tokens"] = prompt.max_new_tokens or sampling.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS
+        params["max_new_tokens"] = prompt.max_tokens or sampling.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS
         params["skip_special_tokens"] = False
         body = self._post("/generate", {"input_ids": prompt_ids, "sampling_params": params})
         if isinstance(body, list):  # a batch answer for a single request
@@ -114,13 +115,13 @@ class SGLangEngine:
             meta["completion_tokens_mismatch"] = True
         return Capture(prompt_ids=prompt_ids, output_ids=output_ids, finish_reason=finish, meta=meta)
 
-    def _capture_chat(self, prompt: PromptSpec, sampling: dict) -> Capture:
+    def _capture_chat(self, prompt: Prompt, sampling: dict) -> Capture:
         request: dict[str, Any] = {"model": self.model, "messages": prompt.messages, "return_token_ids": True, "stream": False,
                                    "skip_special_tokens": False}
         if prompt.tools:
             request["tools"] = prompt.tools
         request.update({k: sampling[k] for k in _SAMPLING_KEYS if k in sampling})
-        request["max_tokens"] = prompt.max_new_tokens or sampling.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS
+        request["max_tokens"] = prompt.max_tokens or sampling.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS
         url = self.url + "/v1/chat/completions"
         body = self._post("/v1/chat/completions", request)
         choices = body.get("choices")

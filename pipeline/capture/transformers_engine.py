@@ -20,7 +20,8 @@ from functools import cached_property
 from pathlib import Path
 
 from ..tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
-from .engine import Capture, PromptSpec
+from ..prompts import Prompt
+from .engine import Capture
 
 __all__ = ["TransformersEngine", "SMOLLM2_GGUF", "resolve_model_path", "prompt_seed", "DEFAULT_SAMPLING"]
 
@@ -78,20 +79,20 @@ class TransformersEngine:
             self._model.generation_config.eos_token_id, list) else self._model.generation_config.eos_token_id[0])
         self._torch = torch
 
-    def render_prompt(self, prompt: PromptSpec) -> str:
+    def render_prompt(self, prompt: Prompt) -> str:
         """The model's own chat template with the generation prompt, as text."""
         kwargs = {"tools": prompt.tools} if prompt.tools else {}
         return self._hf_tokenizer.apply_chat_template(
             prompt.messages, tokenize=False, add_generation_prompt=True, **kwargs
         )
 
-    def prompt_ids(self, prompt: PromptSpec) -> list[int]:
+    def prompt_ids(self, prompt: Prompt) -> list[int]:
         return self.tokenizer.encode(self.render_prompt(prompt))
 
-    def capture(self, prompt: PromptSpec, sampling: dict) -> Capture:
+    def capture(self, prompt: Prompt, sampling: dict) -> Capture:
         torch = self._torch
         settings = {**DEFAULT_SAMPLING, **sampling}
-        max_new = prompt.max_new_tokens or settings["max_new_tokens"]
+        max_new = prompt.max_tokens or settings["max_new_tokens"]
         seed = prompt_seed(int(settings["seed"]), prompt.id)
         temperature = float(settings["temperature"])
         prompt_ids = self.prompt_ids(prompt)

@@ -16,7 +16,7 @@ def add_arguments(p):
     p.add_argument("--url", help="sglang: the server's base URL, e.g. http://127.0.0.1:30000")
     p.add_argument("--mode", choices=("generate", "chat"), default="generate", help="sglang: native /generate or /v1/chat/completions")
     p.add_argument("--dataset", required=True, help="dataset folder name to write, e.g. smollm2-chat")
-    p.add_argument("--prompts", required=True, help='JSONL file: {"id", "messages", "tools"?, "max_new_tokens"?} per line')
+    p.add_argument("--prompts", required=True, help='JSONL file, one {"id", "messages", "tools"?, "max_tokens"?} a line (the same file generate reads)')
     p.add_argument("--out", default="golden", help="golden dir to write into (default: golden/)")
     p.add_argument("--profile", help="turn format (default: chatml for transformers, kimi-k2.5 for sglang)")
     p.add_argument("--tokenizer", help="tokenizer spec (default: the model file for transformers, the profile's for sglang)")
@@ -57,7 +57,7 @@ def _make_engine(args):
 
 def run(args) -> int:
     from ..capture.dataset import capture_dataset
-    from ..capture.engine import PromptError, read_prompts
+    from ..prompts import PromptError, read_prompts
     from ..profiles import ProfileError
     from ..tokenizer import TokenizerNotFound
 

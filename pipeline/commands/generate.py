@@ -110,7 +110,8 @@ def run(args) -> int:
         return code
 
     from ..client import OPENROUTER_BASE_URL
-    from ..generate import RECORDS_FILE, RUN_FILE, GenerationJob, PromptError, read_prompts, run_generation, write_summary
+    from ..generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
+    from ..prompts import PromptError, read_prompts
     from ..golden import GoldenError
     from ..profiles import ProfileError, bind_profile
     from ..tokenizer import TokenizerNotFound, load_tokenizer
@@ -129,10 +130,18 @@ def run(args) -> int:
         manifest = dataset_manifest(args, status)
         tokenizer = load_tokenizer(args.tokenizer or manifest.tokenizer)
         profile = bind_profile(args.profile or manifest.profile, tokenizer)
-        prompts = read_prompts(args.prompts)
+        prompt_items = list(read_prompts(args.prompts))
         defaults = request_defaults(args)
     except (GoldenError, TokenizerNotFound, ProfileError, PromptError, ValueError) as e:
         return usage_error(str(e))
+    prompts = [p for p in prompt_items if not isinstance(p, PromptError)]
+    bad_prompts = [p for p in prompt_items if isinstance(p, PromptError)]
+    for error in bad_prompts[:10]:
+        print(f"tokfidelity generate: skipped {error}", file=sys.stderr)
+    if len(bad_prompts) > 10:
+        print(f"tokfidelity generate: ... and {len(bad_prompts) - 10} more bad prompt lines", file=sys.stderr)
+    if not prompts:
+        return usage_error(f"{args.prompts}: no usable prompts ({len(bad_prompts)} bad lines)")
     if "openrouter.ai" in base_url:
         defaults.setdefault("usage", {"include": True})  # OpenRouter then reports usage.cost
 
@@ -205,6 +214,8 @@ def run(args) -> int:
             f"  {t.flagged} records are flagged (check != ok): their ids are not proven; see 'check_detail' in {RECORDS_FILE}",
             file=sys.stderr,
         )
+    if bad_prompts:
+        print(f"  {len(bad_prompts)} prompt lines were skipped as unusable (named above); fix them and run again", file=sys.stderr)
     if result.failed:
         print("  run the same command again to retry the failed samples (finished ones are kept)", file=sys.stderr)
-    return 1 if result.failed or t.flagged else 0
+    return 1 if result.failed or t.flagged or bad_prompts else 0
