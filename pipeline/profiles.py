@@ -37,7 +37,6 @@ class ProfileSpec:
     thinking: bool = False  # the output starts inside the reasoning and closes it with think_end
     tool_call_id_template: str | None = None  # how the model writes a call id, e.g. functions.{name}:{index}
     tool_call_id_pattern: str | None = None  # regex an API-returned id must match to be used verbatim
-    default_system_prompt: str | None = None
     description: str = ""
     # Prompt rendering (pipeline.render): which turn format, and the system prompt the model's chat
     # template inserts when a conversation has none (None: it inserts nothing).
@@ -64,7 +63,6 @@ _KIMI_PROMPT_MARKERS = {
     "end": "<|im_end|>",
 }
 _KIMI_COMMON = dict(
-    default_system_prompt="You are Kimi, an AI assistant created by Moonshot AI.",
     tool_call_id_template="functions.{name}:{index}",
     tool_call_id_pattern=r"functions\.[^:\s]+:\d+",
 )
