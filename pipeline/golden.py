@@ -133,9 +133,14 @@ def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
     )
 
 
+_INT_ONLY = {int}  # bool is not a token id: type(True) is bool
+
+
 def _int_list(value: Any, path: Path, line: int, key: str) -> list[int]:
     if not isinstance(value, list):
         raise GoldenError(path, line, key, f"expected a list of token ids, got {type(value).__name__}")
+    if set(map(type, value)) <= _INT_ONLY:  # one C-level pass; the loop below only finds the culprit
+        return value
     for i, x in enumerate(value):
         if type(x) is not int:
             raise GoldenError(path, line, f"{key}[{i}]", f"expected an integer token id, got {x!r}")

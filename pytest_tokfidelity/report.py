@@ -17,7 +17,7 @@ import pytest
 from pipeline import gate
 
 from .counts import merge_counts
-from .session import DATASET_CHECKS, SAMPLE_TEST, SUITE_NODE_NAME, WORKER_OUTPUT_KEY, DatasetRun, FidelitySession
+from .session import DATASET_CHECKS, SAMPLE_TEST, SUITE_NODE_NAME, WORKER_OUTPUT_KEY, WORKER_TOKENIZERS_KEY, DatasetRun, FidelitySession
 from .snapshots import DiagnosisExtension, snapshot_file
 
 __all__ = ["RunReport"]
@@ -35,6 +35,7 @@ class RunReport:
             d.name: {"passed": set(), "checks": set(), "failed": set()} for d in session.datasets
         }
         self.lost_workers: list[str] = []
+        self.judged_with: dict[str, list[dict[str, str]]] = {}  # dataset -> what xdist workers judged with
         self.summary_lines: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -62,6 +63,8 @@ class RunReport:
         for name, counts in output.get(WORKER_OUTPUT_KEY, {}).items():
             if name in self.counts:
                 merge_counts(self.counts[name], counts)
+        for name, facts in output.get(WORKER_TOKENIZERS_KEY, {}).items():
+            self.judged_with.setdefault(name, []).append(facts)
         if error:
             self.lost_workers.append(f"{getattr(node, 'gateway', None) and node.gateway.id}: {error}")
 
@@ -148,13 +151,16 @@ class RunReport:
             )
             gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=record_counts, pytest_args=args)
             return f"closed: {reason}"
-        judge, _ = ds.setup()
+        facts = self.judged_with.get(ds.name, [])
+        if not facts or any(f != facts[0] for f in facts):  # a lone process, or workers that disagree
+            ds.setup()  # loads the tokenizer only where this process has not yet
+            facts = [ds.judged_with()]
         path = gate.write_open_record(
             ds.dir,
             state_dir=state_dir,
             tokenizer_spec=ds.tokenizer_spec,
-            tokenizer_fingerprint=judge.tokenizer.fingerprint,
-            profile=judge.profile.name,
+            tokenizer_fingerprint=facts[0]["fingerprint"],
+            profile=facts[0]["profile"],
             view=ds.view,
             counts=record_counts,
             pytest_args=args,

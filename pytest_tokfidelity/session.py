@@ -10,7 +10,6 @@ controlling process (report.py).
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -38,6 +37,7 @@ SAMPLE_TEST = "test_fidelity"
 CHUNK = 32  # samples judged by one background task
 AHEAD = 512  # samples judged ahead of the running test, at most: memory stays flat
 WORKER_OUTPUT_KEY = "tokfidelity_counts"  # a worker's counts, sent to the controller
+WORKER_TOKENIZERS_KEY = "tokfidelity_tokenizers"  # per dataset: the tokenizer fingerprint and profile a worker judged with
 
 
 def session_of(config: pytest.Config) -> "FidelitySession":
@@ -152,6 +152,13 @@ class DatasetRun:
         if self._stored is None:
             self._stored = stored_names(self.dir)
         return self._stored
+
+    def judged_with(self) -> dict[str, str] | None:
+        """The tokenizer fingerprint and profile this process judged with (None: never set up)."""
+        judge = self._setup[0] if self._setup is not None else None
+        if judge is None:
+            return None
+        return {"fingerprint": judge.tokenizer.fingerprint, "profile": judge.profile.name}
 
     def close(self) -> None:
         if self._fd is not None:
@@ -308,11 +315,6 @@ class FidelitySession:
 
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tokfidelity")
-            # pytest's main thread makes a syscall or two per test phase (capture, terminal);
-            # each gives up the GIL and waits a whole switch interval to get it back from a busy
-            # judging thread. A short interval keeps the tests flowing; restored at the end.
-            self._switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(0.0002)
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
             future = self._pool.submit(judge_chunk, chunk)
@@ -415,8 +417,10 @@ class FidelitySession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
-            sys.setswitchinterval(self._switch_interval)
         for ds in self.datasets:
             ds.close()
         if self.is_worker:
-            self.config.workeroutput[WORKER_OUTPUT_KEY] = self.counts
+            output = self.config.workeroutput
+            output[WORKER_OUTPUT_KEY] = self.counts
+            # so that the controller writes gate records without loading each tokenizer again
+            output[WORKER_TOKENIZERS_KEY] = {ds.name: facts for ds in self.datasets if (facts := ds.judged_with())}
