@@ -2,16 +2,23 @@
 
 Every process that runs tests (a lone pytest, or each xdist worker) holds one
 ``FidelitySession``: it indexes the selected datasets for collection, loads each dataset's
-tokenizer and profile once, judges upcoming samples in background threads while pytest runs
-the tests before them, and counts outcomes. The summary and the gate records belong to the
+tokenizer and profile once, judges upcoming samples in the background while pytest runs the
+tests before them, and counts outcomes. The summary and the gate records belong to the
 controlling process (report.py).
+
+Judging is mostly Python work (parsing, decoding, comparing) around the tokenizer's encode,
+so judging threads hold the GIL that pytest's own per-test work needs as well: measured on
+2 cores, threads gave 4.0 s where judging processes give 2.7 s for 2,000 samples. A lone
+pytest therefore forks judging processes (after the tokenizer is loaded, so they share it); an
+xdist worker, which runs beside execnet's threads and must not fork, judges on threads.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +45,17 @@ CHUNK = 32  # samples judged by one background task
 AHEAD = 512  # samples judged ahead of the running test, at most: memory stays flat
 WORKER_OUTPUT_KEY = "tokfidelity_counts"  # a worker's counts, sent to the controller
 WORKER_TOKENIZERS_KEY = "tokfidelity_tokenizers"  # per dataset: the tokenizer fingerprint and profile a worker judged with
+
+
+@dataclass(slots=True)
+class Judged:
+    """Verdicts on a chunk of one dataset's samples, and what the whole-dataset checks saw in them."""
+
+    verdicts: dict[int, Verdict | BaseException] = field(default_factory=dict)
+    noted: list[int] = field(default_factory=list)  # positions the vocabulary and stop checks looked at
+    vocabulary: list[str] = field(default_factory=list)  # problems found by those checks
+    stops: list[str] = field(default_factory=list)
+    absorbed: bool = False  # set by DatasetRun.absorb, once
 
 
 def session_of(config: pytest.Config) -> "FidelitySession":
@@ -165,24 +183,49 @@ class DatasetRun:
             os.close(self._fd)
             self._fd = None
 
-    # -- whole-dataset checks: noted while judging, or one scan when that did not see every sample
-    def note(self, position: int, sample: GoldenSample, verdict: Verdict | BaseException) -> Verdict | BaseException:
-        """Run the vocabulary and stop checks on a sample judged in this process (thread-safe).
-        An exact sample's ids came out of the tokenizer, so only others need the vocabulary
+    # -- judging: on a judging thread or in a judging process; it changes nothing here -----------
+    def judge_positions(self, positions: list[int]) -> Judged:
+        """Verdicts on the samples at ``positions``, with the vocabulary and stop checks run on
+        them. An exact sample's ids came out of the tokenizer, so only others need the vocabulary
         check; a sample whose judging failed on ids outside the vocabulary gets that verdict."""
         from pipeline.fidelity import stop_token_problems, vocabulary_problems
 
-        judge = self._setup[0]
-        one = (sample,)
-        if not (isinstance(verdict, Verdict) and verdict.kind == EXACT):
-            problems = vocabulary_problems(one, judge.tokenizer)
-            if problems:
-                self._noted_problems[0].extend(problems)
-                if isinstance(verdict, BaseException):
-                    verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{self.index.path}: {problems[0]}")
-        self._noted_problems[1].extend(stop_token_problems(one, judge.profile, judge.tokenizer))
-        self._noted.add(position)
-        return verdict
+        judged = Judged()
+        judge, _ = self.setup()  # in a judging process, a dataset set up after the fork loads here
+        if judge is None:  # the sample tests say why, without asking for a verdict
+            return judged
+        index, fd, tokenizer, profile = self.index, self.fd, judge.tokenizer, judge.profile
+        verdicts = judged.verdicts
+        for p in positions:
+            try:
+                sample = index.read(p, fd)
+                try:
+                    verdict = judge(sample)
+                except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                    verdict = e
+                if type(sample) is GoldenSample:
+                    one = (sample,)
+                    if not (type(verdict) is Verdict and verdict.kind == EXACT):
+                        problems = vocabulary_problems(one, tokenizer)
+                        if problems:
+                            judged.vocabulary += problems
+                            if isinstance(verdict, BaseException):
+                                verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{index.path}: {problems[0]}")
+                    judged.stops += stop_token_problems(one, profile, tokenizer)
+                    judged.noted.append(p)
+            except Exception as e:  # noqa: BLE001
+                verdict = e
+            verdicts[p] = verdict
+        return judged
+
+    # -- whole-dataset checks: noted while judging, or one scan when that did not see every sample
+    def absorb(self, judged: Judged) -> None:
+        """Keep what the checks saw in a judged chunk (main thread, once per chunk)."""
+        if not judged.absorbed:
+            judged.absorbed = True
+            self._noted.update(judged.noted)
+            self._noted_problems[0].extend(judged.vocabulary)
+            self._noted_problems[1].extend(judged.stops)
 
     def scan(self) -> tuple[list[str], list[str]]:
         """(vocabulary problems, stop-token problems) over every readable sample (first 10 each)."""
@@ -199,6 +242,40 @@ class DatasetRun:
             by_line = lambda p: int(p.split(" ", 2)[1])  # noqa: E731 - "line N (...): ..."
             self._scan = tuple(sorted(problems, key=by_line)[:10] for problems in self._noted_problems)
         return self._scan
+
+
+_FORKED_DATASETS: list[DatasetRun] = []  # in a judging process: the session's datasets as forked
+
+
+def _adopt(datasets: list[DatasetRun]) -> None:
+    """Start of a judging process: take the forked datasets; interrupts are the parent's business."""
+    import signal
+
+    global _FORKED_DATASETS
+    _FORKED_DATASETS = datasets
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _judge_in_child(dataset: int, positions: list[int]) -> Judged:
+    judged = _FORKED_DATASETS[dataset].judge_positions(positions)
+    for p, verdict in judged.verdicts.items():
+        if isinstance(verdict, BaseException):
+            judged.verdicts[p] = _portable(verdict)
+    return judged
+
+
+def _portable(error: BaseException) -> BaseException:
+    """An exception that survives the trip back from a judging process, its traceback as a note."""
+    import pickle
+    import traceback
+
+    where = "".join(traceback.format_exception(error))
+    try:
+        error = pickle.loads(pickle.dumps(error))
+    except Exception:  # noqa: BLE001 - an exception that does not pickle: keep its type's name and message
+        error = RuntimeError(f"{type(error).__qualname__}: {error}")
+    error.add_note(f"raised in a judging process:\n{where}")
+    return error
 
 
 class FidelitySession:
@@ -218,9 +295,10 @@ class FidelitySession:
         self.counts: dict[str, dict[str, Any]] = {d.name: new_counts() for d in self.datasets}
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if self.is_worker else 1
         cpus = os.cpu_count() or 1
-        # Threads share the tokenizer's encode (it releases the GIL); TOKFIDELITY_THREADS overrides.
-        self.threads = int(os.environ.get("TOKFIDELITY_THREADS") or max(1, min(4, cpus // workers)))
-        self._pool: ThreadPoolExecutor | None = None
+        # judging processes (or threads) per pytest process; TOKFIDELITY_JUDGES overrides
+        self.judges = int(os.environ.get("TOKFIDELITY_JUDGES") or max(1, min(4, cpus // workers)))
+        self._pool: Executor | None = None
+        self._task = None  # (dataset position, sample positions) -> Judged, run by the pool
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
 
     # -- collection ---------------------------------------------------------------------------
@@ -290,34 +368,32 @@ class FidelitySession:
         rank = ds.rank.get(position, 0)  # a lone process runs its selected items in order
         return ds.selected[rank + 1 : rank + 1 + AHEAD]
 
+    def _start_judges(self) -> None:
+        """Judging processes forked from a lone, single-threaded pytest; threads otherwise (an
+        xdist worker runs beside execnet's threads, and forking a multi-threaded process can
+        deadlock the child)."""
+        if not self.is_worker and threading.active_count() == 1 and hasattr(os, "fork"):
+            import multiprocessing
+            from concurrent.futures.process import ProcessPoolExecutor  # not the package's cached name:
+            # pytester's in-process runs drop and re-import the submodule, whose classes must match
+
+            self._pool = ProcessPoolExecutor(
+                self.judges, mp_context=multiprocessing.get_context("fork"), initializer=_adopt, initargs=(self.datasets,)
+            )
+            self._task = _judge_in_child
+        else:
+            self._pool = ThreadPoolExecutor(self.judges, thread_name_prefix="tokfidelity")
+            datasets = self.datasets
+            self._task = lambda dataset, positions: datasets[dataset].judge_positions(positions)
+
     def _schedule(self, ds: DatasetRun, todo: list[int]) -> None:
         """Judge ``todo`` in the background, in chunks, while pytest runs the tests before them."""
-        index, fd = ds.index, ds.fd
-
-        def judge_chunk(chunk: list[int]) -> dict[int, Verdict | BaseException]:
-            judge, why = ds.setup()  # the first chunk may load the tokenizer, off the main thread
-            out: dict[int, Verdict | BaseException] = {}
-            if judge is None:  # the sample tests say why, without asking for a verdict
-                return out
-            for p in chunk:
-                try:
-                    sample = index.read(p, fd)
-                    try:
-                        verdict = judge(sample)
-                    except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
-                        verdict = e
-                    if type(sample) is GoldenSample:
-                        verdict = ds.note(p, sample, verdict)
-                except Exception as e:  # noqa: BLE001
-                    verdict = e
-                out[p] = verdict
-            return out
-
+        ds.index, ds.fd  # opened here, once, before the judges read them
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tokfidelity")
+            self._start_judges()
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
-            future = self._pool.submit(judge_chunk, chunk)
+            future = self._pool.submit(self._task, ds.position, chunk)
             for p in chunk:
                 ds.scheduled[p] = future
 
@@ -326,11 +402,13 @@ class FidelitySession:
         if position not in scheduled:
             self._schedule(ds, [position])
         future = scheduled.pop(position)
-        if len(scheduled) < AHEAD // 2:  # keep the background threads ahead of the tests
+        if len(scheduled) < AHEAD // 2:  # keep the judges ahead of the tests
             more = [p for p in self._upcoming(ds, position) if p not in scheduled and p != position]
             if more:
                 self._schedule(ds, more)
-        return future.result()[position]
+        judged = future.result()
+        ds.absorb(judged)
+        return judged.verdicts[position]
 
     def check_sample(self, case: tuple[int, int], request: pytest.FixtureRequest) -> None:
         ds = self.datasets[case[0]]
