@@ -16,6 +16,7 @@ xdist worker, which runs beside execnet's threads and must not fork, judges on t
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -369,10 +370,10 @@ class FidelitySession:
         return ds.selected[rank + 1 : rank + 1 + AHEAD]
 
     def _start_judges(self) -> None:
-        """Judging processes forked from a lone, single-threaded pytest; threads otherwise (an
-        xdist worker runs beside execnet's threads, and forking a multi-threaded process can
-        deadlock the child)."""
-        if not self.is_worker and threading.active_count() == 1 and hasattr(os, "fork"):
+        """Judging processes forked from a lone, single-threaded pytest on Linux; threads
+        otherwise (an xdist worker runs beside execnet's threads, forking a multi-threaded
+        process can deadlock the child, and macOS system libraries are not fork-safe)."""
+        if not self.is_worker and threading.active_count() == 1 and sys.platform == "linux":
             import multiprocessing
             from concurrent.futures.process import ProcessPoolExecutor  # not the package's cached name:
             # pytester's in-process runs drop and re-import the submodule, whose classes must match
