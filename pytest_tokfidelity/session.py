@@ -6,11 +6,12 @@ tokenizer and profile once, judges upcoming samples in the background while pyte
 tests before them, and counts outcomes. The summary and the gate records belong to the
 controlling process (report.py).
 
-Judging is mostly Python work (parsing, decoding, comparing) around the tokenizer's encode,
-so judging threads hold the GIL that pytest's own per-test work needs as well: measured on
-2 cores, threads gave 4.0 s where judging processes give 2.7 s for 2,000 samples. A lone
-pytest therefore forks judging processes (after the tokenizer is loaded, so they share it); an
-xdist worker, which runs beside execnet's threads and must not fork, judges on threads.
+Judging is mostly Python work (parsing, decoding, comparing, diagnosing) around the
+tokenizer's encode, so judging threads hold the GIL that pytest's own per-test work needs as
+well: on 2 cores, 2,000 samples took about 4.0 s with judging threads and 2.8-3.0 s with
+judging processes (bench/bench_plugin.py). A lone pytest therefore forks judging processes
+(after the tokenizer is loaded, so they share it); an xdist worker, which runs beside
+execnet's threads and must not fork, judges on threads, ahead of the items xdist queued for it.
 """
 
 from __future__ import annotations
