@@ -60,6 +60,19 @@ class OutputLayout:
         return TRAILING
 
 
+def _find(ids: Sequence[int], tokens: tuple, start: int, end: int) -> int:
+    """Index of the first of ``tokens`` in ids[start:end], else ``end`` (searched in C)."""
+    found = end
+    for token in tokens:
+        if token is None:
+            continue
+        try:
+            found = ids.index(token, start, found)
+        except ValueError:
+            pass
+    return found
+
+
 def split_output(ids: Sequence[int], profile: Profile) -> OutputLayout:
     """Split output ids into regions. Never raises: odd sequences give odd but complete spans."""
     m = profile.ids
@@ -72,21 +85,15 @@ def split_output(ids: Sequence[int], profile: Profile) -> OutputLayout:
         end = n - 1
         layout.stop_index = end
     else:  # a stop token earlier than the end: everything after it is trailing
-        try:
-            end = list(ids).index(stop)
+        end = _find(ids, (stop,), 0, n)
+        if end < n:
             layout.stop_index = end
-        except ValueError:
-            pass
 
     pos = 0
     tool_begin = m.get("tool_calls_begin")
     if profile.spec.thinking:
         think_end = m["think_end"]
-        stop_at = end
-        for i in range(end):
-            if ids[i] == think_end or ids[i] == tool_begin:
-                stop_at = i
-                break
+        stop_at = _find(ids, (think_end, tool_begin), 0, end)
         layout.reasoning = Span(REASONING, 0, stop_at)
         spans.append(layout.reasoning)
         pos = stop_at
@@ -95,12 +102,7 @@ def split_output(ids: Sequence[int], profile: Profile) -> OutputLayout:
             spans.append(Span(MARKER, pos, pos + 1))
             pos += 1
 
-    content_end = end
-    if tool_begin is not None:
-        for i in range(pos, end):
-            if ids[i] == tool_begin:
-                content_end = i
-                break
+    content_end = _find(ids, (tool_begin,), pos, end) if tool_begin is not None else end
     layout.content = Span(CONTENT, pos, content_end)
     spans.append(layout.content)
     pos = content_end

@@ -96,9 +96,12 @@ class Tokenizer:
     def encode_ordinary_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode_ordinary(t) for t in texts]
 
+    def token_bytes_list(self, ids: Sequence[int]) -> list[bytes]:
+        """The raw bytes of each token, in order."""
+        return [self.token_bytes(i) for i in ids]
+
     def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        tb = self.token_bytes
-        return b"".join(tb(i) for i in ids)
+        return b"".join(self.token_bytes_list(ids))
 
     def decode(self, ids: Sequence[int]) -> str:
         """Decode to text; invalid UTF-8 becomes U+FFFD, as engines do."""
@@ -200,9 +203,11 @@ class TiktokenTokenizer(Tokenizer):
     def token_bytes(self, token_id: int) -> bytes:
         return self._bytes[token_id]
 
+    def token_bytes_list(self, ids):
+        return list(map(self._bytes.__getitem__, ids))
+
     def decode_bytes(self, ids):
-        b = self._bytes
-        return b"".join([b[i] for i in ids])
+        return b"".join(map(self._bytes.__getitem__, ids))
 
 
 def _load_kimi_tiktoken(folder: Path) -> TiktokenTokenizer:
@@ -308,9 +313,11 @@ class HFTokenizer(Tokenizer):
     def token_bytes(self, token_id: int) -> bytes:
         return self._bytes[token_id]
 
+    def token_bytes_list(self, ids):
+        return list(map(self._bytes.__getitem__, ids))
+
     def decode_bytes(self, ids):
-        b = self._bytes
-        return b"".join([b[i] for i in ids])
+        return b"".join(map(self._bytes.__getitem__, ids))
 
 
 def _added_tokens(tokenizer, config_file: Path | None) -> dict[str, int]:
