@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .jsonl import read_records
 from .responses import ResponseError, normalize_finish_reason
 
 __all__ = [
@@ -192,31 +193,10 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
 def read_samples(dataset_dir: os.PathLike | str) -> Iterator[GoldenSample | GoldenError]:
     """Every sample of a dataset in file order; a bad line yields a GoldenError and reading goes on."""
     path = Path(dataset_dir) / SAMPLES_FILE
-    try:
-        f = open(path, encoding="utf-8")
-    except FileNotFoundError:
+    if not path.is_file():
         yield GoldenError(path, 0, None, "missing: every dataset folder needs a samples.jsonl (see README)")
         return
-    seen: dict[str, int] = {}
-    with f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield GoldenError(path, line_no, None, f"not valid JSON: {e.msg} (column {e.colno})")
-                continue
-            try:
-                sample = parse_sample(obj, path, line_no)
-            except GoldenError as e:
-                yield e
-                continue
-            if sample.id in seen:
-                yield GoldenError(path, line_no, "id", f"duplicate id {sample.id!r} (first on line {seen[sample.id]})")
-                continue
-            seen[sample.id] = line_no
-            yield sample
+    yield from read_records(path, parse_sample, GoldenError)
 
 
 def find_datasets(golden_dir: os.PathLike | str, names: Sequence[str]) -> list[Path]:

@@ -12,12 +12,13 @@ same file captures golden data from an engine and generates bulk data through an
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .jsonl import read_records
 
 __all__ = ["Prompt", "PromptError", "parse_prompt", "read_prompts"]
 
@@ -77,27 +78,6 @@ def read_prompts(path: os.PathLike | str) -> Iterator[Prompt | PromptError]:
     """Every prompt of a prompts file in order; a bad line yields a PromptError and reading goes on.
     A missing file raises PromptError."""
     path = Path(path)
-    try:
-        f = open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise PromptError(path, 0, None, 'no such file; a prompts file is JSONL, one {"id", "messages"} object a line') from None
-    seen: dict[str, int] = {}
-    with f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield PromptError(path, line_no, None, f"not valid JSON: {e.msg} (column {e.colno})")
-                continue
-            try:
-                prompt = parse_prompt(obj, path, line_no)
-            except PromptError as e:
-                yield e
-                continue
-            if prompt.id in seen:
-                yield PromptError(path, line_no, "id", f"duplicate id {prompt.id!r} (first on line {seen[prompt.id]})")
-                continue
-            seen[prompt.id] = line_no
-            yield prompt
+    if not path.is_file():
+        raise PromptError(path, 0, None, 'no such file; a prompts file is JSONL, one {"id", "messages"} object a line')
+    return read_records(path, parse_prompt, PromptError)
