@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from .generate import add_gate_arguments, closed_gate_exit
+from .gated import add_gate_arguments, closed_gate_exit
 
 HELP = "Compute target-model hidden states for `tokfidelity build` records (transformers, or a configured engine command)."
 
@@ -41,7 +41,7 @@ def check_data_tokenizer(args, status, build_dir: Path) -> None:
         raise ValueError(f"{meta_path} is missing: only `tokfidelity build` output can be used (it records the tokenizer)")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     from ..tokenizer import load_tokenizer
-    from .generate import dataset_manifest
+    from .gated import dataset_manifest
 
     gated = load_tokenizer(args.tokenizer or dataset_manifest(args, status).tokenizer)
     if meta.get("tokenizer_fingerprint") != gated.fingerprint:

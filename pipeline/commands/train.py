@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .generate import add_gate_arguments, closed_gate_exit
+from .gated import add_gate_arguments, closed_gate_exit
 
 HELP = "Launch the configured drafter training command (SpecForge, speculators, ...) on built data; gated."
 

@@ -1,0 +1,38 @@
+"""What every gated stage (generate, hidden-states, train) shares: the gate options and the
+check that runs before anything else."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def add_gate_arguments(p) -> None:
+    p.add_argument("--dataset", required=True, help="golden dataset whose gate must be open (NAME or NAME_*)")
+    p.add_argument("--golden-dir", default=None, help="folder of golden datasets (default: ./golden, else the project's golden/)")
+    p.add_argument("--state-dir", default=None, help="gate records folder (default: $TOKFIDELITY_STATE_DIR, else ./.tokfidelity)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer path, folder name or hub id (default: the dataset manifest's)")
+
+
+def closed_gate_exit(args, stage: str):
+    """Check the dataset's gate first of all. Returns (exit code 3, None) when closed, after telling
+    stderr why and which command opens it; (None, GateStatus) when open. Nothing else has run yet."""
+    from ..gate import check_gate
+
+    status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
+    if status.open:
+        return None, status
+    print(
+        f"tokfidelity {stage}: refused, nothing was sent or written. {status.message}\nOpen it with: {status.open_command}",
+        file=sys.stderr,
+    )
+    return 3, status
+
+
+def dataset_manifest(args, status):
+    """The manifest of the gated dataset (the folder the gate named)."""
+    from ..gate import default_golden_dir, resolve_dataset_dir
+    from ..golden import load_manifest
+
+    golden_dir = Path(args.golden_dir) if args.golden_dir else default_golden_dir()
+    return load_manifest(resolve_dataset_dir(golden_dir, status.dataset))
