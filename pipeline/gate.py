@@ -52,6 +52,7 @@ VERDICT_SOURCES = (
     "pipeline/diagnose.py",
     "pipeline/audit.py",
     "pipeline/golden.py",
+    "pipeline/jsonl.py",
     "pipeline/fidelity.py",
     "pipeline/gate.py",
 )
