@@ -170,6 +170,9 @@ class Diagnosis:
             "texts_identical": self.texts_identical,
             "golden_window": [t.id for t in self.golden_window],
             "recon_window": [t.id for t in self.recon_window],
+            # each window token's text, so a reviewer reads the snapshot without a tokenizer
+            "golden_text": [t.text for t in self.golden_window],
+            "recon_text": [t.text for t in self.recon_window],
         }
 
     def render(self) -> str:

@@ -309,6 +309,8 @@ def test_window_five_tokens_either_side(kimi, profile):
         "texts_identical": False,
         "golden_window": golden[h.golden_start - 5 : h.golden_end + 5],
         "recon_window": recon[h.recon_start - 5 : h.recon_end + 5],
+        "golden_text": [kimi.token_text(i) for i in golden[h.golden_start - 5 : h.golden_end + 5]],
+        "recon_text": [kimi.token_text(i) for i in recon[h.recon_start - 5 : h.recon_end + 5]],
     }
     report = d.render()
     for t in d.golden_window + d.recon_window:
