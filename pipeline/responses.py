@@ -66,7 +66,10 @@ def _reasoning(message: Mapping, prefix: str) -> str | None:
     if details:
         if not isinstance(details, list):
             raise ResponseError(prefix + "reasoning_details", "expected a list")
-        parts = [d.get("text") or "" for d in details if isinstance(d, Mapping) and d.get("type") == "reasoning.text"]
+        parts = []
+        for i, d in enumerate(details):
+            if isinstance(d, Mapping) and d.get("type") == "reasoning.text":
+                parts.append(_text(d, "text", f"{prefix}reasoning_details[{i}].") or "")
         return "".join(parts)
     return empty
 

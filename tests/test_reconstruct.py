@@ -107,6 +107,7 @@ def test_chatml_refuses_reasoning_and_tools():
         ({"content": "", "finish_reason": "done"}, "finish_reason"),
         ({"content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}], "finish_reason": "stop"}, "tool_calls[0].function.arguments"),
         ({"choices": [], "finish_reason": "stop"}, "choices"),
+        ({"reasoning_details": [{"type": "reasoning.text", "text": 5}], "finish_reason": "stop"}, "reasoning_details[0].text"),
     ],
 )
 def test_bad_responses_name_the_field(kimi, response, field):
