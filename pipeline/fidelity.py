@@ -11,9 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, diagnose
 from .golden import GoldenError, GoldenSample
 from .profiles import Profile
+from .reconstruct import ReconstructionError, reconstruct_output_ids
+from .responses import ResponseError, parse_response
 from .tokenizer import Tokenizer
+from .views import api_view
 
 __all__ = [
     "EXACT",
@@ -49,8 +53,6 @@ class Verdict:
 
 def policy_problems(accept: Mapping[str, float]) -> list[str]:
     """What is wrong with a manifest's ``accept`` policy: only text-preserving classes may be listed."""
-    from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES
-
     problems = []
     for cls in accept:
         if cls not in CLASSES:
@@ -67,36 +69,22 @@ class Judge:
     """Verdicts for one dataset's samples, with everything per-dataset bound once."""
 
     def __init__(self, profile: Profile, tokenizer: Tokenizer, view: str, accept: Mapping[str, float] | None = None):
-        from .reconstruct import reconstruct_output_ids
-        from .responses import parse_response
-        from .views import api_view
-
         self.profile = profile
         self.tokenizer = tokenizer
         self.view = view
-        try:
-            from .diagnose import TEXT_PRESERVING_CLASSES
-        except ImportError:  # diagnosis not available yet: nothing is accepted by policy
-            TEXT_PRESERVING_CLASSES = ()
         # Only text-preserving classes can be accepted by policy, whatever the manifest says.
         self.accept = {c: r for c, r in (accept or {}).items() if c in TEXT_PRESERVING_CLASSES}
-        self._reconstruct = reconstruct_output_ids
-        self._parse_response = parse_response
-        self._api_view = api_view
 
     def __call__(self, sample: GoldenSample | GoldenError) -> Verdict:
         if isinstance(sample, GoldenError):
             return Verdict("", sample.line, BAD_INPUT, report=str(sample))
-        from .reconstruct import ReconstructionError
-        from .responses import ResponseError
-
         golden = sample.output_ids
         try:
             if sample.response is not None:
-                response = self._parse_response(sample.response)
+                response = parse_response(sample.response)
             else:
-                response = self._api_view(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
-            rebuilt = self._reconstruct(response, self.profile, self.tokenizer)
+                response = api_view(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
+            rebuilt = reconstruct_output_ids(response, self.profile, self.tokenizer)
         except (ResponseError, ReconstructionError) as e:
             where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"
             return Verdict(
@@ -108,8 +96,6 @@ class Judge:
         return self._diagnosed(sample, golden, rebuilt)
 
     def _diagnosed(self, sample: GoldenSample, golden: Sequence[int], rebuilt: Sequence[int]) -> Verdict:
-        from .diagnose import diagnose
-
         diagnosis = diagnose(golden, rebuilt, self.tokenizer, profile=self.profile, finish_reason=sample.finish_reason)
         by_class: dict[str, int] = {}
         for hunk in diagnosis.hunks:
