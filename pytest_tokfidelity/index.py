@@ -35,7 +35,10 @@ def _id_of(line: bytes) -> str | None:
     m = _LEADING_ID.match(line)
     if m:
         raw = m.group(1)
-        return json.loads(raw) if raw[:1] == b'"' else raw.decode()
+        try:
+            return json.loads(raw) if raw[:1] == b'"' else raw.decode()
+        except ValueError:  # not UTF-8: the line's own test says so
+            return None
     try:
         obj = _loads(line)
     except (*_DecodeError, ValueError):
@@ -118,8 +121,8 @@ class SampleIndex:
                 json.loads(data)
             except json.JSONDecodeError as je:
                 return GoldenError(self.path, line_no, None, f"not valid JSON: {je.msg} (column {je.colno})")
-            except UnicodeDecodeError:
-                pass
+            except UnicodeDecodeError as ue:
+                return GoldenError(self.path, line_no, None, f"not UTF-8: byte 0x{data[ue.start]:02x} at column {ue.start + 1}")
             return GoldenError(self.path, line_no, None, f"not valid JSON: {e}")
         try:
             return parse_sample(obj, self.path, line_no)

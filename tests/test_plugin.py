@@ -216,6 +216,16 @@ def test_ids_outside_the_vocabulary_fail_the_vocabulary_check(pytester):
     assert "golden/K9/samples.jsonl: line 2 (big): ids [999999] are outside the vocabulary" in out.split("test_fidelity[K9/big] _")[1]
 
 
+def test_non_utf8_line_fails_its_own_test_and_the_rest_runs(pytester):
+    path = make_dataset(pytester.path, "K9u", exact_samples(2))
+    with open(path / "samples.jsonl", "ab") as f:
+        f.write(b'{"id":"caf\xe9","output_ids":[1],"finish_reason":"stop"}\n')
+    result = run(pytester, "--tokfidelity-dataset=K9u")
+    result.assert_outcomes(passed=1 + 2 + 3, failed=1)
+    assert "golden/K9u/samples.jsonl:3: not UTF-8: byte 0xe9 at column 11" in result.stdout.str()
+    assert "test_fidelity[K9u/line-3]" in result.stdout.str()
+
+
 def test_bad_lines_and_fields_fail_their_own_tests_and_the_rest_runs(pytester):
     path = make_dataset(pytester.path, "K10", exact_samples(3))
     lines = (path / "samples.jsonl").read_text().splitlines()
