@@ -211,7 +211,9 @@ class DatasetRun:
                         problems = vocabulary_problems(one, tokenizer)
                         if problems:
                             judged.vocabulary += problems
-                            if isinstance(verdict, BaseException):
+                            # Ids outside the vocabulary are bad input, whatever judging made of them
+                            # (a negative id decodes, through Python's indexing, as a token from the end).
+                            if isinstance(verdict, BaseException) or verdict.kind != BAD_INPUT:
                                 verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{index.path}: {problems[0]}")
                     judged.stops += stop_token_problems(one, profile, tokenizer)
                     judged.noted.append(p)

@@ -216,6 +216,19 @@ def test_ids_outside_the_vocabulary_fail_the_vocabulary_check(pytester):
     assert "golden/K9/samples.jsonl: line 2 (big): ids [999999] are outside the vocabulary" in out.split("test_fidelity[K9/big] _")[1]
 
 
+def test_negative_id_is_bad_input_not_a_divergence(pytester):
+    # -1 would decode as the last token of the vocabulary; it must never be diagnosed as a re-split
+    bad = {"id": "neg", "output_ids": [-1] + kimi_ids("Hm.", "ok"), "finish_reason": "stop"}
+    make_dataset(pytester.path, "K9n", exact_samples(1) + [bad], accept={"non-canonical-split": 1.0})
+    result = run(pytester, "--tokfidelity-dataset=K9n")
+    out = result.stdout.str()
+    assert "FAILED tokfidelity_suite.py::test_fidelity[K9n/neg]" in out, out
+    section = out.split("test_fidelity[K9n/neg] _")[1]
+    assert "golden/K9n/samples.jsonl: line 2 (neg): ids [-1] are outside the vocabulary" in section
+    assert "non-canonical-split" not in section and "reserved_token" not in section
+    assert "0 accepted by policy" in out and "1 bad input" in out
+
+
 def test_non_utf8_line_fails_its_own_test_and_the_rest_runs(pytester):
     path = make_dataset(pytester.path, "K9u", exact_samples(2))
     with open(path / "samples.jsonl", "ab") as f:
