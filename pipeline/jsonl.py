@@ -23,9 +23,14 @@ def read_records(path: Path, parse: Callable[[Any, Path, int], T], error: type[E
     ``parse`` raises ``error(path, line, field, message)`` for a bad record; bad lines come
     out as ``error`` objects in their place. Records must have a unique ``.id``."""
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
+                continue
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield error(path, line_no, None, f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}")
                 continue
             try:
                 obj = json.loads(line)

@@ -61,6 +61,17 @@ def test_bad_lines_are_named_and_the_rest_still_reads(tmp_path):
     assert "duplicate id 'ok1' (first on line 1)" in str(errors[4])
 
 
+def test_non_utf8_line_is_named_and_the_rest_still_reads(tmp_path):
+    d = make(tmp_path, ['{"id": "ok1", "output_ids": [1], "finish_reason": "stop"}'])
+    with open(d / "samples.jsonl", "ab") as f:
+        f.write(b'{"id": "caf\xe9", "output_ids": [1], "finish_reason": "stop"}\n')
+        f.write(b'{"id": "ok2", "output_ids": [2], "finish_reason": "stop"}\n')
+    got = list(read_samples(d))
+    assert [s.id for s in got if isinstance(s, GoldenSample)] == ["ok1", "ok2"]
+    (error,) = [g for g in got if isinstance(g, GoldenError)]
+    assert error.line == 2 and str(error) == f"{d / 'samples.jsonl'}:2: not UTF-8: byte 0xe9 at column 12"
+
+
 @pytest.mark.parametrize(
     "patch, field",
     [
