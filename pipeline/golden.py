@@ -97,6 +97,8 @@ def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GoldenError(path, 0, None, "missing: every dataset folder needs a manifest.json (see README)") from None
+    except UnicodeDecodeError as e:
+        raise GoldenError(path, 0, None, f"not UTF-8: byte 0x{e.object[e.start]:02x} at byte offset {e.start}") from None
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:

@@ -97,6 +97,14 @@ def test_manifest_not_json(tmp_path):
         load_manifest(d)
 
 
+def test_manifest_not_utf8(tmp_path):
+    d = tmp_path / "T3"
+    d.mkdir()
+    (d / "manifest.json").write_bytes(b'{"name": "T3\xff"}')
+    with pytest.raises(GoldenError, match=r"manifest.json: not UTF-8: byte 0xff at byte offset 12"):
+        load_manifest(d)
+
+
 def test_find_datasets_by_prefix(tmp_path):
     for name in ("B1_glaive", "B3_magicoder", "B30_other", "smollm2-chat"):
         make(tmp_path, [], manifest={**MANIFEST, "name": name}, name=name)
