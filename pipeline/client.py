@@ -173,26 +173,26 @@ class ChatClient:
         status = response.status_code
         if status in RETRY_STATUS or 500 <= status < 600:
             raise _Transient(
-                f"HTTP {status}: {_snippet(response.text)}", status, retry_after_seconds(response.headers.get("retry-after"))
+                f"HTTP {status}: {_snippet(self._mask(response.text))}", status, retry_after_seconds(response.headers.get("retry-after"))
             )
         if status >= 400:
             raise ApiError(
-                f"POST {self.url} answered HTTP {status}: {self._mask(_snippet(response.text))}",
+                f"POST {self.url} answered HTTP {status}: {_snippet(self._mask(response.text))}",
                 status=status,
             )
         try:
             body = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise _Transient(f"HTTP {status} with a body that is not complete JSON ({e}): {_snippet(response.text)}", status) from None
+            raise _Transient(f"HTTP {status} with a body that is not complete JSON ({e}): {_snippet(self._mask(response.text))}", status) from None
         if not isinstance(body, dict):
             raise _Transient(f"HTTP {status} with a JSON {type(body).__name__}, not an object", status)
         error = body.get("error")
         if error and "choices" not in body:  # OpenRouter reports upstream failures inside a 200 body
             code = error.get("code") if isinstance(error, dict) else None
-            text = _snippet(json.dumps(error, ensure_ascii=False))
+            text = _snippet(self._mask(json.dumps(error, ensure_ascii=False)))
             if isinstance(code, int) and (code in RETRY_STATUS or 500 <= code < 600):
                 raise _Transient(f"error in body (code {code}): {text}", code)
-            raise ApiError(f"POST {self.url} answered an error: {self._mask(text)}", status=code if isinstance(code, int) else status)
+            raise ApiError(f"POST {self.url} answered an error: {text}", status=code if isinstance(code, int) else status)
         return body
 
 

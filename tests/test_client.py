@@ -100,6 +100,21 @@ def test_api_key_is_sent_but_never_in_errors():
     assert secret not in str(info.value) and "***" in str(info.value)
 
 
+@pytest.mark.parametrize("status", [401, 500])
+def test_api_key_cut_by_the_error_snippet_is_still_masked(status):
+    secret = "sk-or-v1-" + "0123456789abcdef" * 4
+    # the key straddles the 300-character cut of the error text: no prefix of it may show
+    padding = "x" * (300 - len('{"error": {"message": "') - 20)
+
+    def echo_auth(path, body):
+        return status, {"error": {"message": padding + server.headers[-1].get("Authorization", "")[len("Bearer "):]}}
+
+    with FaultyServer(echo_auth) as server:
+        with pytest.raises(ApiError) as info:
+            chat(server, api_key=secret, retries=1)
+    assert secret[:12] not in str(info.value) and "***" in str(info.value)
+
+
 def test_concurrency_is_bounded():
     lock = threading.Lock()
     state = {"now": 0, "max": 0}
