@@ -98,8 +98,15 @@ def open_build_input(folder: os.PathLike | str) -> BuildInput:
     if (folder / "run.json").is_file():
         from .generate import RECORDS_FILE
 
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-        return BuildInput("generations", folder / RECORDS_FILE, run["profile"], run.get("tokenizer_spec") or run["tokenizer"])
+        run_path = folder / "run.json"
+        try:
+            run = json.loads(run_path.read_text(encoding="utf-8"))
+        except ValueError as e:  # not JSON, or not UTF-8
+            raise ValueError(f"{run_path}: not valid JSON ({e})") from None
+        spec = (run.get("tokenizer_spec") or run.get("tokenizer")) if isinstance(run, dict) else None
+        if not isinstance(run, dict) or not isinstance(run.get("profile"), str) or not isinstance(spec, str):
+            raise ValueError(f"{run_path}: fields 'profile' and 'tokenizer' missing (is this a `tokfidelity generate` --out folder?)")
+        return BuildInput("generations", folder / RECORDS_FILE, run["profile"], spec)
     raise ValueError(
         f"{folder} is neither a golden dataset (manifest.json + samples.jsonl) nor a `tokfidelity generate` "
         "output folder (run.json + generations.jsonl)"
@@ -115,13 +122,15 @@ class BuildResult:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         for line_no, line in enumerate(f, 1):
             if line.strip():
                 try:
-                    yield line_no, json.loads(line)
+                    yield line_no, json.loads(line.decode("utf-8"))
                 except json.JSONDecodeError as e:
                     yield line_no, ValueError(f"not valid JSON: {e.msg} (column {e.colno})")
+                except UnicodeDecodeError as e:
+                    yield line_no, ValueError(f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}")
 
 
 def build_records(source: BuildInput, profile: Profile, tokenizer: Tokenizer, on_progress=None) -> BuildResult:
@@ -144,10 +153,16 @@ def build_records(source: BuildInput, profile: Profile, tokenizer: Tokenizer, on
         if source.kind == "golden":
             sample_id, messages, tools, output_ids, golden_prompt = item.id, item.messages, item.tools, item.output_ids, item.prompt_ids
         else:
+            if not isinstance(item, dict):
+                result.left_out.append((where, f"expected a generation record (a JSON object), got {type(item).__name__}"))
+                continue
             if item.get("check") != "ok":
                 result.left_out.append((f"{where} (id {item.get('id')!r})", f"check is {item.get('check')!r}: {item.get('check_detail', '')}"))
                 continue
-            sample_id, messages, tools, output_ids, golden_prompt = item["id"], item.get("messages"), item.get("tools"), item["output_ids"], None
+            sample_id, messages, tools, output_ids, golden_prompt = item.get("id"), item.get("messages"), item.get("tools"), item.get("output_ids"), None
+            if not isinstance(output_ids, list) or not all(type(i) is int for i in output_ids):
+                result.left_out.append((f"{where} (id {sample_id!r})", "field 'output_ids': expected a list of token ids"))
+                continue
         if not messages:
             result.left_out.append((f"{where} (id {sample_id!r})", "field 'messages' missing: the prompt cannot be rendered"))
             continue

@@ -93,6 +93,28 @@ def test_build_from_generate_output_leaves_flagged_records_out(tmp_path, kimi, c
     assert "left out" in capsys.readouterr().err
 
 
+def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, kimi, capsys):
+    tok, profile = kimi
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    (gen / "run.json").write_text(json.dumps({"profile": "kimi-k2.5", "tokenizer": "kimi-k2.5"}))
+    messages = [{"role": "user", "content": "hi"}]
+    good = {"id": "ok", "check": "ok", "messages": messages, "output_ids": tok.encode_ordinary("Hi") + [profile.stop_id]}
+    lines = [json.dumps([1, 2]), json.dumps({"id": "noids", "check": "ok", "messages": messages}),
+             json.dumps(good)]
+    (gen / "generations.jsonl").write_bytes(("\n".join(lines) + "\n").encode() + b'{"id": "caf\xe9"}\n')
+    out = tmp_path / "train"
+    assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress"]) == 1
+    assert [r["id"] for r in read_training_records(out)] == ["ok"]
+    err = capsys.readouterr().err
+    assert "generations.jsonl:1: expected a generation record (a JSON object), got list" in err
+    assert "generations.jsonl:2 (id 'noids'): field 'output_ids': expected a list of token ids" in err
+    assert "generations.jsonl:4: not UTF-8: byte 0xe9" in err
+    (gen / "run.json").write_text("{}")
+    assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress"]) == 2
+    assert "run.json: fields 'profile' and 'tokenizer' missing" in capsys.readouterr().err
+
+
 def test_unknown_input_folder_is_a_usage_error(tmp_path, capsys):
     assert main(["build", "--in", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "neither a golden dataset" in capsys.readouterr().err
