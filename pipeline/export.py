@@ -69,7 +69,8 @@ def prompt_difference(ours: Sequence[int], golden: Sequence[int], tokenizer: Tok
         parts = []
         for i in range(lo, min(len(ids), n + context + 1)):
             mark = ">" if i == n else ""
-            parts.append(f"{mark}{ids[i]}:{tokenizer.token_text(ids[i])!r}")
+            text = repr(tokenizer.token_text(ids[i])) if tokenizer.is_valid_id(ids[i]) else "(outside the vocabulary)"
+            parts.append(f"{mark}{ids[i]}:{text}")
         return " ".join(parts) or "(end)"
 
     return (
@@ -163,6 +164,13 @@ def build_records(source: BuildInput, profile: Profile, tokenizer: Tokenizer, on
             if not isinstance(output_ids, list) or not all(type(i) is int for i in output_ids):
                 result.left_out.append((f"{where} (id {sample_id!r})", "field 'output_ids': expected a list of token ids"))
                 continue
+        if output_ids and (min(output_ids) < 0 or max(output_ids) >= tokenizer.n_vocab):
+            bad = sorted({i for i in output_ids if not 0 <= i < tokenizer.n_vocab})
+            result.left_out.append((
+                f"{where} (id {sample_id!r})",
+                f"field 'output_ids': ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{tokenizer.n_vocab - 1})",
+            ))
+            continue
         if not messages:
             result.left_out.append((f"{where} (id {sample_id!r})", "field 'messages' missing: the prompt cannot be rendered"))
             continue

@@ -93,6 +93,26 @@ def test_build_from_generate_output_leaves_flagged_records_out(tmp_path, kimi, c
     assert "left out" in capsys.readouterr().err
 
 
+def test_golden_ids_outside_the_vocabulary_are_left_out(tmp_path, kimi, capsys):
+    tok, profile = kimi
+    samples = golden_samples(tok, profile)
+    samples[0]["output_ids"] = [-1] + samples[0]["output_ids"]
+    samples[2]["output_ids"] = samples[2]["output_ids"] + [tok.n_vocab]
+    dataset = write_dataset(tmp_path / "golden" / "T2_kimi", MANIFEST, samples)
+    out = tmp_path / "train"
+    assert main(["build", "--in", str(dataset), "--out", str(out), "--no-progress"]) == 1
+    assert [r["id"] for r in read_training_records(out)] == ["s1"]
+    err = capsys.readouterr().err
+    assert "samples.jsonl:1 (id 's0'): field 'output_ids': ids [-1] are outside the vocabulary" in err
+    assert f"samples.jsonl:3 (id 's2'): field 'output_ids': ids [{tok.n_vocab}] are outside the vocabulary" in err
+    # a golden prompt with an id no tokenizer has is a mismatch, named, not an IndexError
+    samples[1]["prompt_ids"] = samples[1]["prompt_ids"][:3] + [10**30]
+    write_dataset(dataset, MANIFEST, samples)
+    assert main(["build", "--in", str(dataset), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "samples.jsonl:2 (id 's1')" in err and f">{10**30}:(outside the vocabulary)" in err
+
+
 def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, kimi, capsys):
     tok, profile = kimi
     gen = tmp_path / "gen"
@@ -101,7 +121,7 @@ def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, ki
     messages = [{"role": "user", "content": "hi"}]
     good = {"id": "ok", "check": "ok", "messages": messages, "output_ids": tok.encode_ordinary("Hi") + [profile.stop_id]}
     lines = [json.dumps([1, 2]), json.dumps({"id": "noids", "check": "ok", "messages": messages}),
-             json.dumps(good)]
+             json.dumps({**good, "id": "big", "output_ids": [999_999]}), json.dumps(good)]
     (gen / "generations.jsonl").write_bytes(("\n".join(lines) + "\n").encode() + b'{"id": "caf\xe9"}\n')
     out = tmp_path / "train"
     assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress"]) == 1
@@ -109,7 +129,8 @@ def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, ki
     err = capsys.readouterr().err
     assert "generations.jsonl:1: expected a generation record (a JSON object), got list" in err
     assert "generations.jsonl:2 (id 'noids'): field 'output_ids': expected a list of token ids" in err
-    assert "generations.jsonl:4: not UTF-8: byte 0xe9" in err
+    assert "generations.jsonl:3 (id 'big'): field 'output_ids': ids [999999] are outside the vocabulary" in err
+    assert "generations.jsonl:5: not UTF-8: byte 0xe9" in err
     (gen / "run.json").write_text("{}")
     assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress"]) == 2
     assert "run.json: fields 'profile' and 'tokenizer' missing" in capsys.readouterr().err
