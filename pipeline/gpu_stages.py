@@ -126,6 +126,11 @@ def fill_command(command: str | Sequence[str], values: dict[str, str]) -> list[s
         return [arg.format(**values) for arg in argv]
     except KeyError as e:
         raise ValueError(f"unknown placeholder {{{e.args[0]}}} in the command; known: {', '.join('{' + k + '}' for k in values)}") from None
+    except (IndexError, ValueError) as e:  # '{}', '{0}', a lone '{'
+        raise ValueError(
+            f"cannot fill the command's placeholders ({e}); known: {', '.join('{' + k + '}' for k in values)}; "
+            "write a literal brace as {{ or }}"
+        ) from None
 
 
 def run_configured_command(argv: Sequence[str], *, log_path: Path | None = None, env: dict[str, str] | None = None) -> int:

@@ -81,6 +81,15 @@ def test_train_reports_a_failing_command(built, tmp_path):
     assert json.loads((tmp_path / "run" / "train_run.json").read_text())["exit_code"] == 7
 
 
+@pytest.mark.parametrize("command", ["trainer --config {} {data}", "trainer --layer {0} {data}"])
+def test_positional_braces_in_the_command_are_a_usage_error(built, tmp_path, capsys, command):
+    root, _ = built
+    assert main(["train", *gate_args(root), "--data", str(root / "train"), "--out", str(tmp_path / "run"), "--command", command]) == 2
+    err = capsys.readouterr().err
+    assert "tokfidelity train:" in err and "{{" in err
+    assert not (tmp_path / "run").exists()
+
+
 def test_data_from_another_tokenizer_is_refused(built, tmp_path, capsys):
     root, _ = built
     dataset = write_dataset(tmp_path / "k" / "K1", {"name": "K1", "profile": "kimi-k2", "tokenizer": "kimi-k2", "source": "t"},
