@@ -142,6 +142,9 @@ def run_configured_command(argv: Sequence[str], *, log_path: Path | None = None,
     except FileNotFoundError:
         print(f"command not found: {argv[0]!r}", file=sys.stderr)
         code = 127
+    except OSError as e:  # not executable, a folder, ...
+        print(f"cannot run {argv[0]!r}: {e.strerror or e}", file=sys.stderr)
+        code = 126
     if log_path is not None:
         log: dict[str, Any] = {"argv": list(argv), "started": start, "seconds": round(time.time() - start, 3), "exit_code": code}
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -90,6 +90,15 @@ def test_positional_braces_in_the_command_are_a_usage_error(built, tmp_path, cap
     assert not (tmp_path / "run").exists()
 
 
+def test_a_command_that_cannot_be_executed_is_reported(built, tmp_path, capsys):
+    root, _ = built
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")  # not executable
+    assert main(["train", *gate_args(root), "--data", str(root / "train"), "--out", str(tmp_path / "run"), "--command", f"{script} {{data}}"]) == 1
+    assert f"cannot run {str(script)!r}" in capsys.readouterr().err
+    assert json.loads((tmp_path / "run" / "train_run.json").read_text())["exit_code"] == 126
+
+
 def test_data_from_another_tokenizer_is_refused(built, tmp_path, capsys):
     root, _ = built
     dataset = write_dataset(tmp_path / "k" / "K1", {"name": "K1", "profile": "kimi-k2", "tokenizer": "kimi-k2", "source": "t"},
