@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.generate import RECORDS_FILE, load_finished
+from pipeline.generate import RECORDS_FILE, RUN_FILE, load_finished
 from pipeline.golden import write_dataset
 from servers.gates import open_gate
 from servers.http_server import FaultyServer
@@ -161,6 +161,17 @@ def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_op
         assert main(gen_args(golden, prompts, out, server.url)) == 0
         assert main(gen_args(golden, prompts, out, server.url, "--model", "other/model")) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+def test_unreadable_run_json_is_a_usage_error_naming_it(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / RUN_FILE).write_text('{"dataset": "T1_ki')  # torn or hand-edited
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url)) == 2
+        assert server.requests == []
+    assert f"{out / RUN_FILE} is not readable as a JSON object" in capsys.readouterr().err
 
 
 def test_bad_prompt_line_is_named_and_skipped_the_rest_still_runs(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):

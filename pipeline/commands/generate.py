@@ -128,7 +128,15 @@ def run(args) -> int:
     }
     run_path = out_dir / RUN_FILE
     if run_path.exists():
-        previous = json.loads(run_path.read_text(encoding="utf-8"))
+        try:
+            previous = json.loads(run_path.read_text(encoding="utf-8"))
+        except ValueError:  # not JSON, or not UTF-8
+            previous = None
+        if not isinstance(previous, dict):
+            return usage_error(
+                f"{run_path} is not readable as a JSON object, so the records in {out_dir} cannot be matched to this run; "
+                "restore it, or use another --out folder"
+            )
         differing = [k for k in ("dataset", "profile", "tokenizer_fingerprint", "model") if previous.get(k) != run_info[k]]
         if differing:
             return usage_error(
@@ -137,7 +145,9 @@ def run(args) -> int:
             )
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
-        run_path.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+        tmp = run_path.with_name(run_path.name + ".tmp")  # a kill never leaves half a run.json
+        tmp.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, run_path)
 
     job = GenerationJob(
         out_dir=out_dir,
