@@ -136,6 +136,14 @@ def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, ki
     assert "run.json: fields 'profile' and 'tokenizer' missing" in capsys.readouterr().err
 
 
+def test_build_out_that_is_a_file_is_a_usage_error(tmp_path, kimi, capsys):
+    tok, profile = kimi
+    dataset = write_dataset(tmp_path / "golden" / "T2_kimi", MANIFEST, golden_samples(tok, profile, 1))
+    (tmp_path / "train").write_text("not a folder")
+    assert main(["build", "--in", str(dataset), "--out", str(tmp_path / "train"), "--no-progress"]) == 2
+    assert f"--out {tmp_path / 'train'} is a file" in capsys.readouterr().err
+
+
 def test_unknown_input_folder_is_a_usage_error(tmp_path, capsys):
     assert main(["build", "--in", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "neither a golden dataset" in capsys.readouterr().err

@@ -24,6 +24,15 @@ def _write_prompts(path, lines):
 GOOD = {"id": "a", "messages": [{"role": "user", "content": "Name 3 colors."}]}
 
 
+def test_capture_out_that_is_a_file_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "golden").write_text("not a folder")
+    prompts = _write_prompts(tmp_path / "good.jsonl", [GOOD])
+    code = main(["capture", "--dataset", "d", "--out", str(tmp_path / "golden"), "--engine", "sglang", "--url", "http://127.0.0.1:1",
+                 "--prompts", str(prompts)])
+    assert code == 2
+    assert f"--out {tmp_path / 'golden'} is a file" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------
 # No model needed
 # ------------------------------------------------------------------------------------------

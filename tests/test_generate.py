@@ -174,6 +174,16 @@ def test_unreadable_run_json_is_a_usage_error_naming_it(tmp_path, golden, gate_o
     assert f"{out / RUN_FILE} is not readable as a JSON object" in capsys.readouterr().err
 
 
+def test_out_that_is_a_file_is_a_usage_error(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
+    out = tmp_path / "out"
+    out.write_text("not a folder")
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url)) == 2
+        assert server.requests == []
+    assert f"--out {out} is a file" in capsys.readouterr().err
+
+
 def test_bad_prompt_line_is_named_and_skipped_the_rest_still_runs(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(

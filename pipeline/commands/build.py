@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 HELP = "Build training records {input_ids, loss_mask} (JSONL) from a golden dataset or a generate output folder."
 
@@ -22,6 +23,9 @@ def run(args) -> int:
     from ..profiles import ProfileError, bind_profile
     from ..tokenizer import TokenizerNotFound, load_tokenizer
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        print(f"tokfidelity build: --out {args.out} is a file; give a folder (created when missing)", file=sys.stderr)
+        return 2
     try:
         source = open_build_input(args.input)
         tokenizer = load_tokenizer(args.tokenizer or source.tokenizer_spec)

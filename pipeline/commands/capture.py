@@ -64,6 +64,8 @@ def run(args) -> int:
     prompts_path = Path(args.prompts)
     if not prompts_path.is_file():
         return _fail(f"prompts file {prompts_path} does not exist")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        return _fail(f"--out {args.out} is a file; give the golden folder to write {args.dataset}/ into")
     if args.engine == "transformers" and args.url:
         return _fail("--url is for --engine sglang; the transformers engine takes --model")
     prompts, bad = [], 0

@@ -97,6 +97,8 @@ def run(args) -> int:
         return usage_error(f"set {API_KEY_ENV} in the environment (the key is never written or logged)")
     if args.concurrency < 1:
         return usage_error("--concurrency must be at least 1")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        return usage_error(f"--out {args.out} is a file; give a folder (created when missing)")
     try:
         manifest = dataset_manifest(args, status)
         tokenizer = load_tokenizer(args.tokenizer or manifest.tokenizer)
