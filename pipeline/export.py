@@ -132,6 +132,8 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
                     yield line_no, ValueError(f"not valid JSON: {e.msg} (column {e.colno})")
                 except UnicodeDecodeError as e:
                     yield line_no, ValueError(f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}")
+                except RecursionError:
+                    yield line_no, ValueError("not valid JSON: nested too deeply")
 
 
 def build_records(source: BuildInput, profile: Profile, tokenizer: Tokenizer, on_progress=None) -> BuildResult:

@@ -37,6 +37,9 @@ def read_records(path: Path, parse: Callable[[Any, Path, int], T], error: type[E
             except json.JSONDecodeError as e:
                 yield error(path, line_no, None, f"not valid JSON: {e.msg} (column {e.colno})")
                 continue
+            except RecursionError:
+                yield error(path, line_no, None, "not valid JSON: nested too deeply")
+                continue
             try:
                 record = parse(obj, path, line_no)
             except error as e:

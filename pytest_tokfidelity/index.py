@@ -121,6 +121,8 @@ class SampleIndex:
                 json.loads(data)
             except json.JSONDecodeError as je:
                 return GoldenError(self.path, line_no, None, f"not valid JSON: {je.msg} (column {je.colno})")
+            except RecursionError:
+                return GoldenError(self.path, line_no, None, "not valid JSON: nested too deeply")
             except UnicodeDecodeError as ue:
                 return GoldenError(self.path, line_no, None, f"not UTF-8: byte 0x{data[ue.start]:02x} at column {ue.start + 1}")
             return GoldenError(self.path, line_no, None, f"not valid JSON: {e}")

@@ -72,6 +72,14 @@ def test_non_utf8_line_is_named_and_the_rest_still_reads(tmp_path):
     assert error.line == 2 and str(error) == f"{d / 'samples.jsonl'}:2: not UTF-8: byte 0xe9 at column 12"
 
 
+def test_deeply_nested_line_is_named_and_the_rest_still_reads(tmp_path):
+    deep = '{"id": "deep", "output_ids": ' + "[" * 100_000 + "]" * 100_000 + ', "finish_reason": "stop"}'
+    d = make(tmp_path, [deep, '{"id": "ok", "output_ids": [1], "finish_reason": "stop"}'])
+    got = list(read_samples(d))
+    assert [s.id for s in got if isinstance(s, GoldenSample)] == ["ok"]
+    assert str(got[0]) == f"{d / 'samples.jsonl'}:1: not valid JSON: nested too deeply"
+
+
 @pytest.mark.parametrize(
     "patch, field",
     [

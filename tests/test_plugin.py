@@ -239,6 +239,15 @@ def test_non_utf8_line_fails_its_own_test_and_the_rest_runs(pytester):
     assert "test_fidelity[K9u/line-3]" in result.stdout.str()
 
 
+def test_deeply_nested_line_fails_its_own_test_only(pytester):
+    path = make_dataset(pytester.path, "K9d", exact_samples(2))
+    with open(path / "samples.jsonl", "a") as f:
+        f.write('{"id": "deep", "output_ids": ' + "[" * 100_000 + "]" * 100_000 + ', "finish_reason": "stop"}\n')
+    result = run(pytester, "--tokfidelity-dataset=K9d")
+    result.assert_outcomes(passed=1 + 2 + 3, failed=1)
+    assert "golden/K9d/samples.jsonl:3: not valid JSON: nested too deeply" in result.stdout.str()
+
+
 def test_bad_lines_and_fields_fail_their_own_tests_and_the_rest_runs(pytester):
     path = make_dataset(pytester.path, "K10", exact_samples(3))
     lines = (path / "samples.jsonl").read_text().splitlines()

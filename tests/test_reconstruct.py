@@ -148,6 +148,14 @@ def test_cli_jsonl_in_order_with_bad_lines_named(kimi):
     assert "<stdin>:2:" in result.stderr and "<stdin>:3:" in result.stderr
 
 
+def test_cli_deeply_nested_line_is_named_and_the_rest_still_comes_out():
+    lines = ["[" * 100_000 + "]" * 100_000, '{"content": "hi", "finish_reason": "stop"}']
+    result = _tokfidelity("reconstruct", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5", stdin="\n".join(lines) + "\n")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert out[0] == {"error": "not valid JSON: nested too deeply", "line": 1} and "output_ids" in out[1]
+
+
 def test_cli_all_good_exits_zero_and_bad_profile_is_usage_error():
     ok = _tokfidelity("reconstruct", "--profile", "kimi-k2", "--tokenizer", "kimi-k2", stdin='{"content": "hi", "finish_reason": "stop"}\n')
     assert ok.returncode == 0, ok.stderr

@@ -36,6 +36,8 @@ def run(args) -> int:
             ids = reconstruct_output_ids(response, profile, tokenizer)
         except json.JSONDecodeError as e:
             error = f"not valid JSON: {e.msg} (column {e.colno})"
+        except RecursionError:
+            error = "not valid JSON: nested too deeply"
         except (ResponseError, ReconstructionError) as e:
             error = str(e)
         else:
