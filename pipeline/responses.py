@@ -9,6 +9,7 @@ from typing import Any
 __all__ = ["ToolCall", "ApiTurn", "ResponseError", "parse_response", "normalize_finish_reason"]
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
+_TEXT_FIELDS = ("content", "reasoning", "reasoning_content", "reasoning_details", "tool_calls")  # a message has one at least
 
 
 class ResponseError(ValueError):
@@ -125,6 +126,12 @@ def parse_response(obj: Any) -> ApiTurn:
         finish_field = "finish_reason"
     if finish is None:
         raise ResponseError(finish_field, "missing")
+    if not any(key in message for key in _TEXT_FIELDS):
+        raise ResponseError(
+            prefix + "content",
+            "missing, and no reasoning or tool_calls either: expected a chat-completion body, or a message "
+            '{"reasoning", "content", "tool_calls", "finish_reason"}' + (" (got a choice: pass the whole body)" if "message" in message else ""),
+        )
     return ApiTurn(
         reasoning=_reasoning(message, prefix),
         content=_text(message, "content", prefix),

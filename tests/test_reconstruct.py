@@ -107,6 +107,8 @@ def test_chatml_refuses_reasoning_and_tools():
         ({"content": "", "finish_reason": "done"}, "finish_reason"),
         ({"content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"a": 1}}}], "finish_reason": "stop"}, "tool_calls[0].function.arguments"),
         ({"choices": [], "finish_reason": "stop"}, "choices"),
+        ({"index": 0, "message": {"content": "lost"}, "finish_reason": "stop"}, "content"),  # a choice, not a body
+        ({"text": "lost", "finish_reason": "stop"}, "content"),  # a legacy completions answer
         ({"reasoning_details": [{"type": "reasoning.text", "text": 5}], "finish_reason": "stop"}, "reasoning_details[0].text"),
     ],
 )
