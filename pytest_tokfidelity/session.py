@@ -333,7 +333,10 @@ class FidelitySession:
             case = None
             if callspec is not None and getattr(item, "originalname", None) == SAMPLE_TEST:
                 case = callspec.params["case"]
-                self.datasets[case[0]].selected.append(case[1])
+                if type(case) is not tuple:  # no samples at all: pytest's placeholder for an empty parameter set
+                    case = None
+                else:
+                    self.datasets[case[0]].selected.append(case[1])
             self.case_of_item.append(case)
         for ds in self.datasets:
             ds.rank = {p: r for r, p in enumerate(ds.selected)}

@@ -248,6 +248,19 @@ def test_deeply_nested_line_fails_its_own_test_only(pytester):
     assert "golden/K9d/samples.jsonl:3: not valid JSON: nested too deeply" in result.stdout.str()
 
 
+@pytest.mark.parametrize("samples_file", ["empty", "missing"])
+def test_dataset_without_samples_does_not_crash_the_run(pytester, samples_file):
+    path = make_dataset(pytester.path, "K9e", [])
+    if samples_file == "missing":
+        (path / "samples.jsonl").unlink()
+    result = run(pytester, "--tokfidelity-dataset=K9e")  # alone: not one sample test to collect
+    assert result.ret != pytest.ExitCode.INTERNAL_ERROR and "INTERNALERROR" not in result.stdout.str()
+    assert "K9e: 0 samples" in result.stdout.str()
+    if samples_file == "missing":
+        assert "golden/K9e/samples.jsonl: missing" in result.stdout.str()
+    assert not gate(pytester, "K9e").open
+
+
 def test_bad_lines_and_fields_fail_their_own_tests_and_the_rest_runs(pytester):
     path = make_dataset(pytester.path, "K10", exact_samples(3))
     lines = (path / "samples.jsonl").read_text().splitlines()
