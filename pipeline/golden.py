@@ -215,9 +215,11 @@ def find_datasets(golden_dir: os.PathLike | str, names: Sequence[str]) -> list[P
         else:
             matches = [p for p in available if p.name == name or p.name.startswith(name + "_")]
         if not matches:
+            bare = (golden_dir / name).is_dir() and name != "all"
             raise ValueError(
-                f"no dataset named {name!r} (or {name}_*) in {golden_dir}; available: "
-                f"{', '.join(p.name for p in available) or 'none'}"
+                f"no dataset named {name!r} (or {name}_*) in {golden_dir}"
+                + (f" ({golden_dir / name} has no {MANIFEST_FILE}: every dataset folder needs one, see README)" if bare else "")
+                + f"; available: {', '.join(p.name for p in available) or 'none'}"
             )
         chosen += [p for p in matches if p not in chosen]
     return chosen

@@ -113,6 +113,14 @@ def test_manifest_not_utf8(tmp_path):
         load_manifest(d)
 
 
+def test_find_datasets_names_a_folder_without_manifest(tmp_path):
+    make(tmp_path, [], name="B1_glaive")
+    (tmp_path / "B2").mkdir()
+    (tmp_path / "B2" / "samples.jsonl").write_text("")
+    with pytest.raises(ValueError, match=r"no dataset named 'B2' \(or B2_\*\) in .* \(.*B2 has no manifest.json: .*\); available: B1_glaive"):
+        find_datasets(tmp_path, ["B2"])
+
+
 def test_find_datasets_by_prefix(tmp_path):
     for name in ("B1_glaive", "B3_magicoder", "B30_other", "smollm2-chat"):
         make(tmp_path, [], manifest={**MANIFEST, "name": name}, name=name)
