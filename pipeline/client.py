@@ -66,6 +66,17 @@ class _Transient(Exception):
         self.wait = wait
 
 
+def check_base_url(base_url: str) -> None:
+    """ValueError unless ``base_url`` is an http(s) URL with a host and a valid port (checked once, before any request)."""
+    try:
+        url = httpx.URL(base_url)
+        port_ok = url.port is None or 0 < url.port < 65536
+    except (httpx.InvalidURL, ValueError) as e:
+        raise ValueError(f"base URL {base_url!r} is not a valid URL ({e}); expected e.g. {OPENROUTER_BASE_URL}") from None
+    if url.scheme not in ("http", "https") or not url.host or not port_ok:
+        raise ValueError(f"base URL {base_url!r} needs http:// or https://, a host and a port from 1 to 65535; expected e.g. {OPENROUTER_BASE_URL}")
+
+
 def retry_after_seconds(value: str | None) -> float | None:
     """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date."""
     if not value:
@@ -99,6 +110,7 @@ class ChatClient:
     ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        check_base_url(base_url)
         self.url = base_url.rstrip("/") + path
         self.retry = retry
         self._secret = api_key or None

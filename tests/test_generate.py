@@ -174,6 +174,15 @@ def test_unreadable_run_json_is_a_usage_error_naming_it(tmp_path, golden, gate_o
     assert f"{out / RUN_FILE} is not readable as a JSON object" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "http://[::1", "ftp://127.0.0.1/v1", "http://127.0.0.1:99999"])
+def test_bad_base_url_is_a_usage_error_before_anything_is_written(tmp_path, golden, gate_open, capsys, url):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
+    out = tmp_path / "out"
+    assert main(gen_args(golden, prompts, out, url, "--max-retries", "0")) == 2
+    assert f"--base-url: base URL {url!r}" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_out_that_is_a_file_is_a_usage_error(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
