@@ -97,6 +97,12 @@ def run(args) -> int:
         return usage_error(f"set {API_KEY_ENV} in the environment (the key is never written or logged)")
     if args.concurrency < 1:
         return usage_error("--concurrency must be at least 1")
+    from ..client import check_base_url
+
+    try:
+        check_base_url(base_url)
+    except ValueError as e:
+        return usage_error(f"--base-url: {e}")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         return usage_error(f"--out {args.out} is a file; give a folder (created when missing)")
     try:
