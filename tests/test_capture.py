@@ -168,3 +168,10 @@ def test_capture_dataset_resumes_after_a_kill_and_reports_bad_prompts(engine, tm
     again = capture_dataset(engine, [prompts[0], prompts[2]], dataset, manifest=manifest, sampling=SAMPLING)
     assert (again.captured, again.reused, again.failed) == (0, 2, [])
     assert not (dataset / PARTIAL_FILE).exists()
+
+    # a damaged samples.jsonl (a record without output_ids, a line that is not UTF-8): those prompts are captured again
+    lines = (dataset / "samples.jsonl").read_bytes().splitlines()
+    (dataset / "samples.jsonl").write_bytes(b'{"id": "one", "finish_reason": "stop"}\n' + lines[1].replace(b'"two"', b'"tw\xff"') + b"\n")
+    third = capture_dataset(engine, [prompts[0], prompts[2]], dataset, manifest=manifest, sampling=SAMPLING)
+    assert (third.captured, third.reused, third.failed) == (2, 0, [])
+    assert [s.id for s in read_samples(dataset)] == ["one", "two"]

@@ -57,17 +57,23 @@ def sample_record(prompt: Prompt, capture) -> dict:
 
 
 def _read_done(path: Path) -> dict[str, dict]:
-    """Whole records already written; a torn last line (killed mid-write) is ignored."""
+    """Whole records already written; a torn last line (killed mid-write), or any line that is not
+    a whole sample record (not UTF-8, no output_ids), is ignored: its prompt is captured again."""
     done: dict[str, dict] = {}
     if not path.exists():
         return done
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         for line in f:
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 continue
-            if isinstance(record, dict) and isinstance(record.get("id"), str):
+            if (
+                isinstance(record, dict)
+                and isinstance(record.get("id"), str)
+                and isinstance(record.get("output_ids"), list)
+                and "finish_reason" in record
+            ):
                 done[record["id"]] = record
     return done
 
