@@ -113,7 +113,14 @@ class ChatClient:
         check_base_url(base_url)
         self.url = base_url.rstrip("/") + path
         self.retry = retry
-        self._secret = api_key or None
+        api_key = (api_key or "").strip() or None  # a trailing newline from a secrets file is not part of the key
+        if api_key and not (api_key.isascii() and api_key.isprintable()):
+            # httpx would put the whole header, key included, into its error message
+            raise ValueError(
+                "the API key holds a character that cannot travel in an HTTP header (a control character, "
+                "line break or non-ASCII letter); check the key (it is not shown here)"
+            )
+        self._secret = api_key
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"

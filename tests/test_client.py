@@ -115,6 +115,17 @@ def test_api_key_cut_by_the_error_snippet_is_still_masked(status):
     assert secret[:12] not in str(info.value) and "***" in str(info.value)
 
 
+def test_api_key_with_a_line_break_never_reaches_an_error():
+    secret = "sk-or-v1-" + "0123456789abcdef" * 4
+    with FaultyServer(ok) as server:
+        result = chat(server, api_key=secret + "\n")  # as read from a secrets file
+    assert result.attempts == 1 and server.headers[0]["Authorization"] == f"Bearer {secret}"
+    for bad in (secret[:20] + "\n" + secret[20:], secret + "\x00", secret + "é"):
+        with pytest.raises(ValueError) as info:
+            ChatClient("http://127.0.0.1:1", bad)
+        assert secret[:12] not in str(info.value) and "API key" in str(info.value)
+
+
 def test_concurrency_is_bounded():
     lock = threading.Lock()
     state = {"now": 0, "max": 0}
