@@ -146,6 +146,8 @@ def _int_list(value: Any, path: Path, line: int, key: str) -> list[int]:
         return value
     for i, x in enumerate(value):
         if type(x) is not int:
+            if type(x) is float and x.is_integer() and abs(x) >= 2**63:  # orjson reads integers past 64 bits as floats
+                raise GoldenError(path, line, f"{key}[{i}]", f"expected a token id, got an integer too large for one (about {x:.3g})")
             raise GoldenError(path, line, f"{key}[{i}]", f"expected an integer token id, got {x!r}")
     return value
 

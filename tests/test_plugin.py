@@ -239,6 +239,14 @@ def test_non_utf8_line_fails_its_own_test_and_the_rest_runs(pytester):
     assert "test_fidelity[K9u/line-3]" in result.stdout.str()
 
 
+def test_huge_integer_id_is_named_as_too_large(pytester):
+    path = make_dataset(pytester.path, "K9h", exact_samples(1))
+    with open(path / "samples.jsonl", "a") as f:
+        f.write('{"id": "huge", "output_ids": [1, 100000000000000000000000000000], "finish_reason": "stop"}\n')
+    result = run(pytester, "--tokfidelity-dataset=K9h")
+    assert "golden/K9h/samples.jsonl:2: field 'output_ids[1]': expected a token id, got an integer too large for one" in result.stdout.str()
+
+
 def test_deeply_nested_line_fails_its_own_test_only(pytester):
     path = make_dataset(pytester.path, "K9d", exact_samples(2))
     with open(path / "samples.jsonl", "a") as f:
