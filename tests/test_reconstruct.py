@@ -158,6 +158,19 @@ def test_cli_deeply_nested_line_is_named_and_the_rest_still_comes_out():
     assert out[0] == {"error": "not valid JSON: nested too deeply", "line": 1} and "output_ids" in out[1]
 
 
+def test_cli_line_with_bytes_that_are_not_utf8_is_named_not_guessed():
+    script = Path(sys.executable).parent / "tokfidelity"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.cli"]
+    data = b'{"content": "a", "finish_reason": "stop"}\n{"content": "caf\xe9", "finish_reason": "stop"}\n{"content": "b", "finish_reason": "stop"}\n'
+    for locale in ("C.UTF-8", "C"):
+        result = subprocess.run([*command, "reconstruct", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5"], input=data,
+                                capture_output=True, cwd=ROOT, env={**os.environ, "LC_ALL": locale, "LANG": locale}, timeout=120)
+        assert result.returncode == 1, result.stderr
+        out = [json.loads(line) for line in result.stdout.splitlines()]
+        assert out[1] == {"error": "not UTF-8: byte 0xe9 at column 17", "line": 2}
+        assert "output_ids" in out[0] and "output_ids" in out[2]
+
+
 def test_cli_all_good_exits_zero_and_bad_profile_is_usage_error():
     ok = _tokfidelity("reconstruct", "--profile", "kimi-k2", "--tokenizer", "kimi-k2", stdin='{"content": "hi", "finish_reason": "stop"}\n')
     assert ok.returncode == 0, ok.stderr

@@ -28,12 +28,15 @@ def run(args) -> int:
 
     failures = 0
     out = sys.stdout
-    for line_no, line in enumerate(sys.stdin, 1):
+    # Bytes, decoded line by line: a byte that is not UTF-8 is that line's error, whatever the locale.
+    for line_no, line in enumerate(sys.stdin.buffer, 1):
         if not line.strip():
             continue
         try:
-            response = json.loads(line)
+            response = json.loads(line.decode("utf-8"))
             ids = reconstruct_output_ids(response, profile, tokenizer)
+        except UnicodeDecodeError as e:
+            error = f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}"
         except json.JSONDecodeError as e:
             error = f"not valid JSON: {e.msg} (column {e.colno})"
         except RecursionError:
