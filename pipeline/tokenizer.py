@@ -521,7 +521,12 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
 
 @functools.lru_cache(maxsize=16)
 def _load_cached(path: str) -> Tokenizer:
-    return _load_path(Path(path))
+    try:
+        return _load_path(Path(path))
+    except ValueError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the tokenizers library raises a bare Exception for a corrupt tokenizer.json
+        raise ValueError(f"{path}: cannot be read as a tokenizer ({type(e).__name__}: {e}); check the files or fetch them again") from None
 
 
 def load_tokenizer(spec: str | os.PathLike) -> Tokenizer:

@@ -101,6 +101,14 @@ def test_folder_without_tokenizer_files_is_a_clear_error(tmp_path):
         load_tokenizer(tmp_path)
 
 
+@pytest.mark.parametrize("text", ["", '{"model": 5}', "{not json"])
+def test_corrupt_tokenizer_json_is_a_value_error_naming_it(tmp_path, text):
+    (tmp_path / "tokenizer.json").write_text(text)
+    with pytest.raises(ValueError, match=r"cannot be read as a tokenizer") as info:
+        load_tokenizer(tmp_path)
+    assert str(tmp_path) in str(info.value)
+
+
 def test_fingerprint_covers_files_and_specials(tmp_path):
     src = SHARED / "kimi-k2.5"
     copy = tmp_path / "kimi-copy"
