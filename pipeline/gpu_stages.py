@@ -87,9 +87,9 @@ def hidden_states_with_transformers(
     out_dir.mkdir(parents=True, exist_ok=True)
     for record in todo:
         ids = record["input_ids"]
-        if ids and max(ids) >= vocab:
+        if ids and (min(ids) < 0 or max(ids) >= vocab):
             raise ValueError(
-                f"sample {record['id']!r}: token id {max(ids)} is outside the model's vocabulary ({vocab} rows): "
+                f"sample {record['id']!r}: token id {min(ids) if min(ids) < 0 else max(ids)} is outside the model's vocabulary ({vocab} rows): "
                 f"the training data was built with another tokenizer than {model_spec}'s"
             )
         input_ids = torch.tensor([ids], dtype=torch.long)

@@ -111,7 +111,7 @@ def test_data_from_another_tokenizer_is_refused(built, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_hidden_states_with_real_smollm2(tmp_path):
+def test_hidden_states_with_real_smollm2(tmp_path, capsys):
     from safetensors import safe_open
 
     root, samples = make_built(tmp_path, "chatml", SMOLLM2)
@@ -133,6 +133,12 @@ def test_hidden_states_with_real_smollm2(tmp_path):
     mtimes = {p: p.stat().st_mtime_ns for p in out.iterdir()}
     assert main(args()) == 0  # a re-run keeps what is there
     assert {p: p.stat().st_mtime_ns for p in out.iterdir()} == mtimes
+
+    # a hand-made record with a negative id is refused by name, not an IndexError from the embedding
+    with open(root / "train" / "train.jsonl", "a") as f:
+        f.write(json.dumps({"id": "neg", "input_ids": [1, -1, 2], "loss_mask": [0, 1, 1], "prompt_len": 1, "source": "capture"}) + "\n")
+    assert main([*args()[:-5], "--limit", "3", "--threads", "2", "--no-progress"]) == 1
+    assert "sample 'neg': token id -1 is outside the model's vocabulary" in capsys.readouterr().err
 
 
 def test_hidden_states_can_run_a_configured_engine_command(built, tmp_path):
