@@ -216,9 +216,14 @@ def read_training_records(path: os.PathLike | str) -> Iterator[dict[str, Any]]:
     for line, row in _rows(path):
         if isinstance(row, Exception):
             raise ValueError(f"{path}:{line}: {row}")
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{line}: expected a JSON object, got {type(row).__name__} (is this a `tokfidelity build` train.jsonl?)")
         for key in ("id", "input_ids", "loss_mask"):
             if key not in row:
                 raise ValueError(f"{path}:{line}: field {key!r} missing (is this a `tokfidelity build` train.jsonl?)")
+        for key in ("input_ids", "loss_mask"):
+            if not isinstance(row[key], list) or not all(type(i) is int for i in row[key]):
+                raise ValueError(f"{path}:{line}: field {key!r}: expected a list of integers")
         if len(row["input_ids"]) != len(row["loss_mask"]):
             raise ValueError(f"{path}:{line}: field 'loss_mask' has {len(row['loss_mask'])} entries for {len(row['input_ids'])} input_ids")
         yield row

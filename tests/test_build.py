@@ -144,6 +144,17 @@ def test_build_out_that_is_a_file_is_a_usage_error(tmp_path, kimi, capsys):
     assert f"--out {tmp_path / 'train'} is a file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("row, message", [
+    ([1, 2], "expected a JSON object, got list"),
+    ({"id": "a", "input_ids": 5, "loss_mask": [1]}, "field 'input_ids': expected a list of integers"),
+    ({"id": "a", "input_ids": [1, "2"], "loss_mask": [0, 1]}, "field 'input_ids': expected a list of integers"),
+])
+def test_bad_training_records_are_named(tmp_path, row, message):
+    (tmp_path / "train.jsonl").write_text(json.dumps({"id": "ok", "input_ids": [1], "loss_mask": [1]}) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match=f"train.jsonl:2: {message}"):
+        list(read_training_records(tmp_path / "train.jsonl"))
+
+
 def test_unknown_input_folder_is_a_usage_error(tmp_path, capsys):
     assert main(["build", "--in", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "neither a golden dataset" in capsys.readouterr().err
