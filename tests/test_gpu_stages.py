@@ -99,6 +99,18 @@ def test_a_command_that_cannot_be_executed_is_reported(built, tmp_path, capsys):
     assert json.loads((tmp_path / "run" / "train_run.json").read_text())["exit_code"] == 126
 
 
+@pytest.mark.parametrize("text", ["{not json", "[1]"])
+def test_unreadable_export_json_is_a_usage_error_naming_it(built, tmp_path, capsys, text):
+    root, _ = built
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.jsonl").write_bytes((root / "train" / "train.jsonl").read_bytes())
+    (data / "export.json").write_text(text)
+    assert main(["train", *gate_args(root), "--data", str(data), "--out", str(tmp_path / "run"), "--command", WRITE_COUNT]) == 2
+    assert f"{data / 'export.json'}: " in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def test_data_from_another_tokenizer_is_refused(built, tmp_path, capsys):
     root, _ = built
     dataset = write_dataset(tmp_path / "k" / "K1", {"name": "K1", "profile": "kimi-k2", "tokenizer": "kimi-k2", "source": "t"},

@@ -39,7 +39,12 @@ def check_data_tokenizer(args, status, build_dir: Path) -> None:
     meta_path = build_dir / "export.json"
     if not meta_path.is_file():
         raise ValueError(f"{meta_path} is missing: only `tokfidelity build` output can be used (it records the tokenizer)")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise ValueError(f"{meta_path}: not valid JSON ({e}); run `tokfidelity build` again") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{meta_path}: expected a JSON object; run `tokfidelity build` again")
     from ..tokenizer import load_tokenizer
     from .gated import dataset_manifest
 
