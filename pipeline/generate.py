@@ -182,6 +182,8 @@ def load_finished(path: os.PathLike | str) -> tuple[set[str], Totals, int]:
             record = json.loads(line)
             record_id = record["id"]
             record["check"]
+            if not isinstance(record_id, str) or not isinstance(record.get("usage") or {}, dict):
+                raise TypeError("field 'id' must be a string and 'usage' an object")
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
             raise ValueError(
                 f"{path}:{line_no}: not a generation record ({type(e).__name__}: {e}); "

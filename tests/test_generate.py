@@ -154,6 +154,14 @@ def test_torn_last_line_is_cut_and_redone(tmp_path, golden, gate_open, monkeypat
     assert sorted(r["id"] for r in records(out)) == ["p0", "p1", "p2"]
 
 
+@pytest.mark.parametrize("line", ['{"id": ["p0"], "check": "ok"}', '{"id": "p0", "check": "ok", "usage": [1]}'])
+def test_hand_edited_record_is_named_not_a_traceback(tmp_path, line):
+    path = tmp_path / RECORDS_FILE
+    path.write_text('{"id": "ok", "check": "ok"}\n' + line + "\n")
+    with pytest.raises(ValueError, match=f"{RECORDS_FILE}:2: not a generation record"):
+        load_finished(path)
+
+
 def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
