@@ -434,7 +434,10 @@ class FidelitySession:
         kind = verdict.kind
         if kind == BAD_INPUT:
             counts["bad_input"] += 1
-            pytest.fail(verdict.report, pytrace=False)
+            report = verdict.report
+            if not report.startswith(str(ds.index.path)):  # the judge knows no file: name it here
+                report = f"{ds.index.path}: {report}"
+            pytest.fail(report, pytrace=False)
         counts["hunks"] += verdict.hunks
         if kind in (EXACT, POLICY):
             counts["exact" if kind == EXACT else "policy"] += 1

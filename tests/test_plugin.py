@@ -247,6 +247,13 @@ def test_huge_integer_id_is_named_as_too_large(pytester):
     assert "golden/K9h/samples.jsonl:2: field 'output_ids[1]': expected a token id, got an integer too large for one" in result.stdout.str()
 
 
+def test_bad_field_of_a_recorded_response_names_file_line_and_field(pytester):
+    bad = {"id": "resp", "output_ids": kimi_ids("Hm.", "ok"), "finish_reason": "stop", "response": {"content": 5, "finish_reason": "stop"}}
+    make_dataset(pytester.path, "K9r", exact_samples(1) + [bad])
+    result = run(pytester, "--tokfidelity-dataset=K9r")
+    assert "golden/K9r/samples.jsonl: resp: line 2: field 'response.content': expected a string or null, got int" in result.stdout.str()
+
+
 def test_deeply_nested_line_fails_its_own_test_only(pytester):
     path = make_dataset(pytester.path, "K9d", exact_samples(2))
     with open(path / "samples.jsonl", "a") as f:
