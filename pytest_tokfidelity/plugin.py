@@ -51,6 +51,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .session import PLUGIN_NAME, FidelitySession
 
+    opt = config.option
+    if opt.tokfidelity_sample is not None and opt.tokfidelity_sample < 1:
+        raise pytest.UsageError(f"--tokfidelity-sample: expected a positive number of samples, got {opt.tokfidelity_sample}")
+    if opt.tokfidelity_view is not None:
+        from pipeline.views import VIEWS
+
+        if opt.tokfidelity_view not in VIEWS:
+            raise pytest.UsageError(f"--tokfidelity-view: unknown view {opt.tokfidelity_view!r}; known: {', '.join(VIEWS)}")
     try:
         session = FidelitySession(config, names, _golden_dir(config))
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly

@@ -379,6 +379,19 @@ def test_unknown_dataset_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*no dataset named 'NOPE'*available: K19*"])
 
 
+@pytest.mark.parametrize("option, message", [
+    ("--tokfidelity-view=vllm", "*--tokfidelity-view: unknown view 'vllm'; known: sglang, sglang-legacy, vllm-spaces*"),
+    ("--tokfidelity-sample=-3", "*--tokfidelity-sample: expected a positive number of samples, got -3*"),
+    ("--tokfidelity-sample=0", "*--tokfidelity-sample: expected a positive number of samples, got 0*"),
+])
+def test_bad_view_or_sample_size_is_a_usage_error(pytester, option, message):
+    make_dataset(pytester.path, "K19b", exact_samples(1))
+    result = run(pytester, "--tokfidelity-dataset=K19b", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert record(pytester, "K19b") is None
+
+
 def test_without_the_option_the_plugin_adds_nothing_and_imports_nothing(pytester):
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     script = pytester.makepyfile(
