@@ -175,3 +175,8 @@ def test_capture_dataset_resumes_after_a_kill_and_reports_bad_prompts(engine, tm
     third = capture_dataset(engine, [prompts[0], prompts[2]], dataset, manifest=manifest, sampling=SAMPLING)
     assert (third.captured, third.reused, third.failed) == (2, 0, [])
     assert [s.id for s in read_samples(dataset)] == ["one", "two"]
+
+    # a run with another prompts file adds to the dataset: earlier engine output is never dropped
+    fourth = capture_dataset(engine, [prompts[2]], dataset, manifest=manifest, sampling=SAMPLING)
+    assert (fourth.captured, fourth.reused, fourth.kept, fourth.total) == (0, 1, 1, 2)
+    assert [s.id for s in read_samples(dataset)] == ["two", "one"] and load_manifest(dataset).raw["samples"] == 2

@@ -4,7 +4,8 @@ Each finished capture is appended whole to ``<dataset>/.capture-partial.jsonl`` 
 is done, so a killed run loses at most the prompt in flight; running again skips every prompt
 already captured (in the partial file or the finished ``samples.jsonl``). When all prompts are
 done the manifest and ``samples.jsonl`` (prompt order) are written atomically and the partial
-file is removed. Reviewed manifest settings (``max_known_divergence_rate``, ``accept``) of an
+file is removed. Samples captured earlier for prompts that are not in this run's prompts are
+kept after them (remove them from ``samples.jsonl`` by hand). Reviewed manifest settings (``max_known_divergence_rate``, ``accept``) of an
 existing dataset are kept.
 """
 
@@ -32,13 +33,14 @@ class CaptureSummary:
     dataset_dir: Path
     captured: int = 0  # this run
     reused: int = 0  # done by an earlier run
+    kept: int = 0  # captured earlier for prompts not in this run: kept, never dropped
     failed: list[tuple[str, str]] = field(default_factory=list)  # (prompt id, error)
     finish_reasons: dict[str, int] = field(default_factory=dict)
     output_tokens: int = 0
 
     @property
     def total(self) -> int:
-        return self.captured + self.reused
+        return self.captured + self.reused + self.kept
 
 
 def sample_record(prompt: Prompt, capture) -> dict:
@@ -128,6 +130,10 @@ def capture_dataset(
                 on_progress(prompt, record, None)
 
     samples = [done[i] for i in ordered if i in done]
+    listed = set(ordered)
+    earlier = [record for i, record in done.items() if i not in listed]  # engine output is never thrown away
+    summary.kept = len(earlier)
+    samples += earlier
     for record in samples:
         reason = _finish_name(record["finish_reason"])
         summary.finish_reasons[reason] = summary.finish_reasons.get(reason, 0) + 1

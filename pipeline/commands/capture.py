@@ -112,7 +112,9 @@ def run(args) -> int:
         bar.close()
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary.finish_reasons.items()))
     print(
-        f"{dataset_dir}: {summary.total} samples ({summary.captured} captured now, {summary.reused} from earlier runs), "
+        f"{dataset_dir}: {summary.total} samples ({summary.captured} captured now, {summary.reused} from earlier runs"
+        + (f", {summary.kept} kept from earlier runs for prompts not given this time" if summary.kept else "")
+        + "), "
         f"{summary.output_tokens} output tokens, finish: {reasons or 'none'}; "
         f"{len(summary.failed)} prompts failed, {bad} prompt lines skipped"
     )
