@@ -111,6 +111,16 @@ def test_unreadable_export_json_is_a_usage_error_naming_it(built, tmp_path, caps
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("option, message", [(["--aux-layers", "low,high"], "--aux-layers: expected comma-separated layer numbers"),
+                                             (["--limit", "-1"], "--limit: expected a positive number of samples, got -1")])
+def test_bad_hidden_states_options_are_usage_errors(built, tmp_path, capsys, option, message):
+    root, _ = built
+    out = tmp_path / "hs"
+    assert main(["hidden-states", *gate_args(root), "--data", str(root / "train"), "--out", str(out), "--model", SMOLLM2, *option]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_data_from_another_tokenizer_is_refused(built, tmp_path, capsys):
     root, _ = built
     dataset = write_dataset(tmp_path / "k" / "K1", {"name": "K1", "profile": "kimi-k2", "tokenizer": "kimi-k2", "source": "t"},

@@ -67,7 +67,12 @@ def run(args) -> int:
         check_data_tokenizer(args, status, build_dir)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
-        layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
+        try:
+            layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
+        except ValueError:
+            raise ValueError(f"--aux-layers: expected comma-separated layer numbers, e.g. 1,13,26; got {args.aux_layers!r}") from None
+        if args.limit is not None and args.limit < 1:
+            raise ValueError(f"--limit: expected a positive number of samples, got {args.limit}")
     except ValueError as e:
         print(f"tokfidelity hidden-states: {e}", file=sys.stderr)
         return 2
