@@ -121,6 +121,18 @@ def test_bad_hidden_states_options_are_usage_errors(built, tmp_path, capsys, opt
     assert not out.exists()
 
 
+@pytest.mark.parametrize("stage", ["hidden-states", "train"])
+def test_out_that_is_a_file_is_refused_before_the_command_runs(built, tmp_path, capsys, stage):
+    root, _ = built
+    out = tmp_path / "out"
+    out.write_text("not a folder")
+    marker = tmp_path / "ran"
+    command = f"{sys.executable} -c \"import pathlib; pathlib.Path(r'{marker}').write_text('x')\""
+    assert main([stage, *gate_args(root), "--data", str(root / "train"), "--out", str(out), "--command", command]) == 2
+    assert f"--out {out} is a file" in capsys.readouterr().err
+    assert not marker.exists()
+
+
 def test_data_from_another_tokenizer_is_refused(built, tmp_path, capsys):
     root, _ = built
     dataset = write_dataset(tmp_path / "k" / "K1", {"name": "K1", "profile": "kimi-k2", "tokenizer": "kimi-k2", "source": "t"},

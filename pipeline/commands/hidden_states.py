@@ -71,6 +71,8 @@ def run(args) -> int:
             layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
         except ValueError:
             raise ValueError(f"--aux-layers: expected comma-separated layer numbers, e.g. 1,13,26; got {args.aux_layers!r}") from None
+        if Path(args.out).exists() and not Path(args.out).is_dir():
+            raise ValueError(f"--out {args.out} is a file; give a folder (created when missing)")
         if args.limit is not None and args.limit < 1:
             raise ValueError(f"--limit: expected a positive number of samples, got {args.limit}")
     except ValueError as e:

@@ -31,6 +31,8 @@ def run(args) -> int:
         train, build_dir = data_paths(args)
         check_data_tokenizer(args, status, build_dir)
         values = {"data": str(train), "out": str(Path(args.out)), "hidden_states": str(Path(args.hidden_states or ""))}
+        if Path(args.out).exists() and not Path(args.out).is_dir():
+            raise ValueError(f"--out {args.out} is a file; give a folder (created when missing)")
         if "{hidden_states}" in args.command and not args.hidden_states:
             raise ValueError("the command uses {hidden_states}: give --hidden-states")
         argv = fill_command(args.command, values)
