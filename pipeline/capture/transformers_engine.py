@@ -71,8 +71,11 @@ class TransformersEngine:
             folder, kwargs = str(self.model_path.parent), {"gguf_file": self.model_path.name}
         else:
             folder, kwargs = str(self.model_path), {}
-        self._hf_tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)  # only for its chat template
-        self._model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+        try:
+            self._hf_tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)  # only for its chat template
+            self._model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+        except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf
+            raise ValueError(f"{self.model_path}: cannot be loaded as a model ({type(e).__name__}: {e})") from None
         # Encode with our tokenizer: the one the engine is meant to use (see module doc).
         self.tokenizer = load_tokenizer(self.model_path)
         self.stop_id = int(self._model.generation_config.eos_token_id if not isinstance(
