@@ -77,7 +77,10 @@ def hidden_states_with_transformers(
     path = resolve_model_path(model_spec)
     folder, kwargs = (str(path.parent), {"gguf_file": path.name}) if path.is_file() else (str(path), {})
     start = time.monotonic()
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+    try:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+    except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf
+        raise ValueError(f"{path}: cannot be loaded as a model ({type(e).__name__}: {e})") from None
     vocab = model.get_input_embeddings().weight.shape[0]
     n_layers = model.config.num_hidden_layers
     layers = tuple(aux_layers) if aux_layers else default_aux_layers(n_layers)

@@ -133,6 +133,15 @@ def test_out_that_is_a_file_is_refused_before_the_command_runs(built, tmp_path, 
     assert not marker.exists()
 
 
+def test_damaged_model_file_is_named(built, tmp_path, capsys):
+    root, _ = built
+    model = tmp_path / "damaged.gguf"
+    model.write_bytes(b"GGUF\x03\x00")
+    assert main(["hidden-states", *gate_args(root), "--data", str(root / "train"), "--out", str(tmp_path / "hs"), "--model", str(model),
+                 "--no-progress"]) == 1
+    assert f"{model}: cannot be loaded as a model" in capsys.readouterr().err
+
+
 def test_data_from_another_tokenizer_is_refused(built, tmp_path, capsys):
     root, _ = built
     dataset = write_dataset(tmp_path / "k" / "K1", {"name": "K1", "profile": "kimi-k2", "tokenizer": "kimi-k2", "source": "t"},
