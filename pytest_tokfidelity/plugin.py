@@ -48,6 +48,8 @@ def _golden_dir(config: pytest.Config) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     names = _dataset_names(config)
     if not names:
+        if config.option.tokfidelity_dataset:  # given, but empty (an unset variable in a CI line): not a silent no-op
+            raise pytest.UsageError("--tokfidelity-dataset: no dataset name given (NAME, NAME_*, comma-separated, or 'all')")
         return
     from .session import PLUGIN_NAME, FidelitySession
 

@@ -392,6 +392,15 @@ def test_bad_view_or_sample_size_is_a_usage_error(pytester, option, message):
     assert record(pytester, "K19b") is None
 
 
+@pytest.mark.parametrize("value", ["", " , "])
+def test_empty_dataset_option_is_a_usage_error_not_a_silent_no_op(pytester, value):
+    make_dataset(pytester.path, "K19c", exact_samples(1))
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    result = run(pytester, f"--tokfidelity-dataset={value}")  # as from an unset variable in a CI line
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--tokfidelity-dataset: no dataset name given*"])
+
+
 def test_without_the_option_the_plugin_adds_nothing_and_imports_nothing(pytester):
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     script = pytester.makepyfile(
