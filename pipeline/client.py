@@ -155,7 +155,10 @@ class ChatClient:
 
     async def chat(self, body: dict[str, Any]) -> ChatResult:
         """POST one chat-completions request, retrying transient failures; raise ApiError for good."""
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        try:
+            payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800" in a prompts file): send it escaped, as it was written
+            payload = json.dumps(body, separators=(",", ":")).encode()
         start = time.monotonic()
         attempt = 0
         while True:

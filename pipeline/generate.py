@@ -147,7 +147,10 @@ class JsonlAppender:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: Mapping[str, Any]) -> None:
-        data = memoryview((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        try:
+            data = memoryview((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        except UnicodeEncodeError:  # a lone surrogate ("\ud800" in a prompt or an answer): kept escaped
+            data = memoryview((json.dumps(record, separators=(",", ":")) + "\n").encode())
         while data:  # a regular file takes it in one call; loop only for the pathological case
             n = os.write(self._fd, data)
             data = data[n:]

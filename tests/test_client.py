@@ -126,6 +126,14 @@ def test_api_key_with_a_line_break_never_reaches_an_error():
         assert secret[:12] not in str(info.value) and "API key" in str(info.value)
 
 
+def test_lone_surrogate_in_a_prompt_is_sent_escaped():
+    body = {"model": "m", "messages": [{"role": "user", "content": "bad \ud800 x é"}]}
+    with FaultyServer(ok) as server:
+        result = chat(server, body)
+    assert result.attempts == 1
+    assert server.requests[0][1]["messages"][0]["content"] == "bad \ud800 x é"
+
+
 def test_concurrency_is_bounded():
     lock = threading.Lock()
     state = {"now": 0, "max": 0}

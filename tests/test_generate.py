@@ -162,6 +162,16 @@ def test_hand_edited_record_is_named_not_a_traceback(tmp_path, line):
         load_finished(path)
 
 
+def test_lone_surrogate_in_a_prompt_does_not_stop_the_run(tmp_path, golden, gate_open, kimi):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 3, extra=lambda i: {"messages": [{"role": "user", "content": "bad \ud800"}]} if i == 1 else {})
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        assert main(gen_args(golden, prompts, out, server.url, "--concurrency", "1")) == 0
+    by_id = {r["id"]: r for r in records(out)}
+    assert sorted(by_id) == ["p0", "p1", "p2"] and by_id["p1"]["messages"][0]["content"] == "bad \ud800"
+    assert json.loads((out / "summary.json").read_text())["samples"] == 3
+
+
 def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
