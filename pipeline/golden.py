@@ -233,6 +233,10 @@ def write_dataset(dataset_dir: os.PathLike | str, manifest: Mapping[str, Any], s
     dataset_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(dataset_dir / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     lines = "".join(json.dumps(s, ensure_ascii=False, separators=(",", ":")) + "\n" for s in samples)
+    try:
+        lines.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (\ud800 in a prompt): write escaped, as it was given
+        lines = "".join(json.dumps(s, separators=(",", ":")) + "\n" for s in samples)
     _atomic_write(dataset_dir / SAMPLES_FILE, lines)
     return dataset_dir
 

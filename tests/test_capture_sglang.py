@@ -99,3 +99,16 @@ def test_capture_command_writes_a_golden_dataset(tmp_path, answers):
     for s in samples:
         assert s.prompt_ids == render_prompt(s.messages, None, answers.profile, answers.tok)
         assert s.output_ids == answers.output_ids(answers.tok.decode(s.prompt_ids), 50)[0]
+
+
+def test_prompt_with_a_lone_surrogate_is_captured_and_the_run_goes_on(tmp_path, answers):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"id": "a", "messages": [{"role": "user", "content": "hi"}]}\n'
+                       '{"id": "b", "messages": [{"role": "user", "content": "bad \\ud800"}]}\n'
+                       '{"id": "c", "messages": [{"role": "user", "content": "yo"}]}\n')
+    with FaultyServer(answers) as server:
+        code = main(["capture", "--engine", "sglang", "--url", server.url, "--dataset", "S2_sglang",
+                     "--prompts", str(prompts), "--out", str(tmp_path / "golden"), "--max-new-tokens", "20"])
+    assert code == 0
+    samples = list(read_samples(tmp_path / "golden" / "S2_sglang"))
+    assert [s.id for s in samples] == ["a", "b", "c"] and samples[1].messages[0]["content"] == "bad \ud800"

@@ -122,7 +122,12 @@ def capture_dataset(
                     on_progress(prompt, None, e)
                 continue
             record = sample_record(prompt, capture)
-            partial.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate (\ud800 in a prompt): written escaped, as it was given
+                line = json.dumps(record, separators=(",", ":"))
+            partial.write(line + "\n")
             partial.flush()
             done[prompt.id] = record
             summary.captured += 1
