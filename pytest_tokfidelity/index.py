@@ -36,7 +36,7 @@ def _id_of(line: bytes) -> str | None:
     if m:
         raw = m.group(1)
         try:
-            return json.loads(raw) if raw[:1] == b'"' else raw.decode()
+            return (json.loads(raw) or None) if raw[:1] == b'"' else raw.decode()  # "": no id, like a missing one
         except ValueError:  # not UTF-8: the line's own test says so
             return None
     try:

@@ -239,6 +239,16 @@ def test_non_utf8_line_fails_its_own_test_and_the_rest_runs(pytester):
     assert "test_fidelity[K9u/line-3]" in result.stdout.str()
 
 
+def test_empty_ids_are_named_by_line_and_said_to_be_missing(pytester):
+    path = make_dataset(pytester.path, "K9i", exact_samples(1))
+    with open(path / "samples.jsonl", "a") as f:
+        f.write('{"id": "", "output_ids": [1], "finish_reason": "stop"}\n' * 2)
+    result = run(pytester, "--tokfidelity-dataset=K9i")
+    out = result.stdout.str()
+    assert "test_fidelity[K9i/line-2]" in out and "test_fidelity[K9i/line-3]" in out
+    assert "golden/K9i/samples.jsonl:3: field 'id': missing or not a non-empty string" in out and "duplicate id" not in out
+
+
 def test_huge_integer_id_is_named_as_too_large(pytester):
     path = make_dataset(pytester.path, "K9h", exact_samples(1))
     with open(path / "samples.jsonl", "a") as f:
