@@ -207,7 +207,7 @@ class GenerationJob:
     profile: Profile
     tokenizer: Tokenizer
     base_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)  # never in a repr, a log line or a traceback's locals
     model: str
     request_defaults: Mapping[str, Any]  # fields sent with every request (provider, reasoning, max_tokens, ...)
     concurrency: int = 32

@@ -172,6 +172,15 @@ def test_lone_surrogate_in_a_prompt_does_not_stop_the_run(tmp_path, golden, gate
     assert json.loads((out / "summary.json").read_text())["samples"] == 3
 
 
+def test_job_repr_never_shows_the_api_key(kimi):
+    from pipeline.generate import GenerationJob
+
+    secret = "sk-or-v1-" + "0123456789abcdef" * 4
+    job = GenerationJob(out_dir=Path("out"), profile=kimi.profile, tokenizer=kimi.tokenizer, base_url="http://127.0.0.1:1",
+                        api_key=secret, model="m", request_defaults={})
+    assert secret[:12] not in repr(job) and secret[:12] not in str(job)
+
+
 def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
