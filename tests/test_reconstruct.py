@@ -171,6 +171,32 @@ def test_cli_line_with_bytes_that_are_not_utf8_is_named_not_guessed():
         assert "output_ids" in out[0] and "output_ids" in out[2]
 
 
+def test_cli_output_closed_early_stops_quietly():
+    import threading
+
+    script = Path(sys.executable).parent / "tokfidelity"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.cli"]
+    lines = b'{"content": "hello world", "finish_reason": "stop"}\n' * 50_000
+    process = subprocess.Popen([*command, "reconstruct", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=os.environ.copy())
+
+    def feed():
+        for stream_op in (lambda: process.stdin.write(lines), process.stdin.close, process.stdin.close):
+            try:
+                stream_op()
+            except BrokenPipeError:  # the command has stopped reading: expected here
+                pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    assert json.loads(process.stdout.readline())["output_ids"]
+    process.stdout.close()  # as `| head -1` does
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    feeder.join(timeout=60)
+    assert process.wait(timeout=120) == 141 and "Traceback" not in stderr, stderr
+
+
 def test_cli_all_good_exits_zero_and_bad_profile_is_usage_error():
     ok = _tokfidelity("reconstruct", "--profile", "kimi-k2", "--tokenizer", "kimi-k2", stdin='{"content": "hi", "finish_reason": "stop"}\n')
     assert ok.returncode == 0, ok.stderr
