@@ -389,6 +389,14 @@ def test_unknown_dataset_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*no dataset named 'NOPE'*available: K19*"])
 
 
+def test_state_dir_that_is_a_file_is_a_usage_error_before_the_run(pytester):
+    make_dataset(pytester.path, "K19d", exact_samples(1))
+    (pytester.path / "state").write_text("not a folder")
+    result = run(pytester, "--tokfidelity-dataset=K19d")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--tokfidelity-state-dir: {pytester.path / 'state'} is a file*"])
+
+
 @pytest.mark.parametrize("option, message", [
     ("--tokfidelity-view=vllm", "*--tokfidelity-view: unknown view 'vllm'; known: sglang, sglang-legacy, vllm-spaces*"),
     ("--tokfidelity-sample=-3", "*--tokfidelity-sample: expected a positive number of samples, got -3*"),
