@@ -94,7 +94,7 @@ def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
     dataset_dir = Path(dataset_dir)
     path = dataset_dir / MANIFEST_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as some editors write, is fine
     except FileNotFoundError:
         raise GoldenError(path, 0, None, "missing: every dataset folder needs a manifest.json (see README)") from None
     except UnicodeDecodeError as e:

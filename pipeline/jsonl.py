@@ -7,6 +7,7 @@ goes on with the next line.
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,8 @@ def read_records(path: Path, parse: Callable[[Any, Path, int], T], error: type[E
     seen: dict[str, int] = {}
     with open(path, "rb") as f:
         for line_no, line in enumerate(f, 1):
+            if line_no == 1 and line.startswith(codecs.BOM_UTF8):  # some editors write one
+                line = line[len(codecs.BOM_UTF8) :]
             if not line.strip():
                 continue
             try:

@@ -8,6 +8,7 @@ first, as ``pipeline.golden.write_dataset`` writes it). ``read`` parses one samp
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
@@ -73,6 +74,9 @@ class SampleIndex:
         with f:
             for line_no, line in enumerate(f, 1):
                 n = len(line)
+                if line_no == 1 and line.startswith(codecs.BOM_UTF8):  # some editors write one
+                    bom = len(codecs.BOM_UTF8)
+                    line, n, offset = line[bom:], n - bom, bom
                 if line.strip():
                     sample_id = _id_of(line)
                     position = len(self.ids)

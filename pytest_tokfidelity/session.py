@@ -81,7 +81,7 @@ def _fallback_manifest(path: Path) -> Manifest | None:
     from pipeline.views import VIEWS
 
     try:
-        raw = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        raw = json.loads((path / "manifest.json").read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict) or raw.get("profile") not in PROFILES or not isinstance(raw.get("tokenizer"), str):

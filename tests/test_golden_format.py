@@ -130,3 +130,14 @@ def test_find_datasets_by_prefix(tmp_path):
     assert names(["all"]) == ["B1_glaive", "B30_other", "B3_magicoder", "smollm2-chat"]
     with pytest.raises(ValueError, match="no dataset named 'B9'.*available: B1_glaive"):
         find_datasets(tmp_path, ["B9"])
+
+
+def test_byte_order_mark_is_not_part_of_the_first_line(tmp_path):
+    d = tmp_path / "T1_demo"
+    d.mkdir()
+    bom = "\ufeff".encode()
+    (d / "manifest.json").write_bytes(bom + json.dumps(MANIFEST).encode())
+    (d / "samples.jsonl").write_bytes(bom + b'{"id": "a", "output_ids": [1, 163586], "finish_reason": "stop"}\n')
+    assert load_manifest(d).name == "T1_demo"
+    (sample,) = read_samples(d)
+    assert isinstance(sample, GoldenSample) and sample.id == "a" and sample.line == 1

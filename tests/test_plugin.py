@@ -475,3 +475,12 @@ def test_view_and_tokenizer_overrides_and_ini_golden_dir(pytester, monkeypatch):
     result = run(pytester, "--tokfidelity-dataset=K22", "--tokfidelity-view=vllm-spaces")
     result.assert_outcomes(passed=4, failed=3)
     assert read_record(pytester.path / "state", "K22")["status"] == "closed"
+
+
+def test_files_with_a_byte_order_mark_are_read(pytester):
+    d = make_dataset(pytester.path, "K9_bom", exact_samples(2))
+    for name in ("manifest.json", "samples.jsonl"):
+        (d / name).write_bytes("\ufeff".encode() + (d / name).read_bytes())
+    result = run(pytester, "--tokfidelity-dataset=K9")
+    result.assert_outcomes(passed=4 + 2)
+    assert gate(pytester, "K9").open
