@@ -66,15 +66,24 @@ class _Transient(Exception):
         self.wait = wait
 
 
+def public_url(url: str) -> str:
+    """The URL without any user:password part, for records, logs and messages."""
+    try:
+        parsed = httpx.URL(url)
+    except Exception:  # noqa: BLE001 - an unparsable URL has no credentials we can cut out safely
+        return "(unparsable URL)" if "@" in url else url
+    return str(parsed.copy_with(username=None, password=None)) if parsed.userinfo else url
+
+
 def check_base_url(base_url: str) -> None:
     """ValueError unless ``base_url`` is an http(s) URL with a host and a valid port (checked once, before any request)."""
     try:
         url = httpx.URL(base_url)
         port_ok = url.port is None or 0 < url.port < 65536
-    except (httpx.InvalidURL, ValueError) as e:
-        raise ValueError(f"base URL {base_url!r} is not a valid URL ({e}); expected e.g. {OPENROUTER_BASE_URL}") from None
+    except (httpx.InvalidURL, ValueError):
+        raise ValueError(f"base URL {public_url(base_url)!r} is not a valid URL; expected e.g. {OPENROUTER_BASE_URL}") from None
     if url.scheme not in ("http", "https") or not url.host or not port_ok:
-        raise ValueError(f"base URL {base_url!r} needs http:// or https://, a host and a port from 1 to 65535; expected e.g. {OPENROUTER_BASE_URL}")
+        raise ValueError(f"base URL {public_url(base_url)!r} needs http:// or https://, a host and a port from 1 to 65535; expected e.g. {OPENROUTER_BASE_URL}")
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -112,6 +121,7 @@ class ChatClient:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         check_base_url(base_url)
         self.url = base_url.rstrip("/") + path
+        self.public_url = public_url(self.url)  # what messages show: no user:password
         self.retry = retry
         api_key = (api_key or "").strip() or None  # a trailing newline from a secrets file is not part of the key
         if api_key and not (api_key.isascii() and api_key.isprintable()):
@@ -174,7 +184,7 @@ class ChatClient:
                 self._slots.put_nowait(lane)  # free the slot before any backoff sleep
             if attempt > self.retry.max_retries:
                 raise ApiError(
-                    f"POST {self.url} failed after {attempt} attempts; last error: {self._mask(str(error))}. "
+                    f"POST {self.public_url} failed after {attempt} attempts; last error: {self._mask(str(error))}. "
                     "Raise --max-retries or check the server, then run the same command again to resume.",
                     status=error.status,
                     attempts=attempt,
@@ -199,7 +209,7 @@ class ChatClient:
             )
         if status >= 400:
             raise ApiError(
-                f"POST {self.url} answered HTTP {status}: {_snippet(self._mask(response.text))}",
+                f"POST {self.public_url} answered HTTP {status}: {_snippet(self._mask(response.text))}",
                 status=status,
             )
         try:
@@ -214,7 +224,7 @@ class ChatClient:
             text = _snippet(self._mask(json.dumps(error, ensure_ascii=False)))
             if isinstance(code, int) and (code in RETRY_STATUS or 500 <= code < 600):
                 raise _Transient(f"error in body (code {code}): {text}", code)
-            raise ApiError(f"POST {self.url} answered an error: {text}", status=code if isinstance(code, int) else status)
+            raise ApiError(f"POST {self.public_url} answered an error: {text}", status=code if isinstance(code, int) else status)
         return body
 
 

@@ -288,3 +288,18 @@ def test_gate_closes_when_golden_data_changes_after_the_green_run(tmp_path, gold
         assert main(gen_args(golden, prompts, out, server.url)) == 3
     assert server.requests == [] and not out.exists()
     assert "golden file samples.jsonl changed" in capsys.readouterr().err
+
+
+def test_credentials_in_the_base_url_never_reach_a_file_or_message(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 2)
+    out = tmp_path / "out"
+    with FaultyServer(kimi) as server:
+        url = server.url.replace("http://", "http://user:s3cr3t-pw@")
+        server.faults.extend(["500"] * 40)  # every attempt fails: the error message names the URL
+        code = main(gen_args(golden, prompts, out, url, "--max-retries", "1"))
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "failed" in err and "s3cr3t-pw" not in err
+    for path in out.iterdir():
+        assert b"s3cr3t-pw" not in path.read_bytes(), path
+    assert json.loads((out / RUN_FILE).read_text())["base_url"] == server.url

@@ -97,7 +97,7 @@ def run(args) -> int:
         return usage_error(f"set {API_KEY_ENV} in the environment (the key is never written or logged)")
     if args.concurrency < 1:
         return usage_error("--concurrency must be at least 1")
-    from ..client import check_base_url
+    from ..client import check_base_url, public_url
 
     try:
         check_base_url(base_url)
@@ -132,7 +132,7 @@ def run(args) -> int:
         "tokenizer_spec": args.tokenizer or manifest.tokenizer,
         "tokenizer_fingerprint": tokenizer.fingerprint,
         "model": args.model,
-        "base_url": base_url,
+        "base_url": public_url(base_url),  # never a user:password written to disk
     }
     run_path = out_dir / RUN_FILE
     if run_path.exists():
