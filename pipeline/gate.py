@@ -290,6 +290,9 @@ def check_gate(
     if record.get("format") != RECORD_FORMAT:
         return closed(name, f"{where} has record format {record.get('format')!r}, this code writes {RECORD_FORMAT}")
 
+    damaged = [k for k in ("golden_files", "code_files", "libraries", "counts") if not isinstance(record.get(k, {}), dict)]
+    if damaged:
+        return closed(name, f"{where} is damaged (field {damaged[0]!r} is not an object)")
     problems = _changed("golden file", record.get("golden_files", {}), golden_file_hashes(dataset_dir))
 
     from .golden import GoldenError, load_manifest

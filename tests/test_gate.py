@@ -93,6 +93,17 @@ def test_changed_code_closes(dataset, tmp_path):
     assert "library tiktoken changed" in status.message
 
 
+@pytest.mark.parametrize("field", ["golden_files", "code_files", "libraries", "counts"])
+def test_hand_damaged_record_is_closed_not_a_crash(dataset, tmp_path, field):
+    path = open_record(dataset, tmp_path / "state")
+    record = json.loads(path.read_text())
+    record[field] = ["not", "an", "object"]
+    path.write_text(json.dumps(record))
+    status = check(dataset, tmp_path / "state")
+    assert not status.open
+    assert f"is damaged (field {field!r} is not an object)" in status.message
+
+
 def test_closed_record_says_why(dataset, tmp_path):
     gate.write_closed_record("G1_demo", state_dir=tmp_path / "state", reason="3 test(s) failed")
     status = check(dataset, tmp_path / "state")
