@@ -197,8 +197,11 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
 def read_samples(dataset_dir: os.PathLike | str) -> Iterator[GoldenSample | GoldenError]:
     """Every sample of a dataset in file order; a bad line yields a GoldenError and reading goes on."""
     path = Path(dataset_dir) / SAMPLES_FILE
-    if not path.is_file():
+    if not path.exists():
         yield GoldenError(path, 0, None, "missing: every dataset folder needs a samples.jsonl (see README)")
+        return
+    if not path.is_file():
+        yield GoldenError(path, 0, None, "not a file: samples.jsonl must be a JSONL file (see README)")
         return
     yield from read_records(path, parse_sample, GoldenError)
 

@@ -63,11 +63,14 @@ class SampleIndex:
         self.lines = array("q")
         self.ids: list[str | None] = []  # None: no id readable (the line's test is named line-N)
         self.duplicate_of: dict[int, int] = {}  # position -> line where the id was first seen
-        self.missing = False
+        self.problem: str | None = None  # why the file cannot be read at all, for test_manifest
         try:
             f = open(self.path, "rb")
         except FileNotFoundError:
-            self.missing = True
+            self.problem = "missing: every dataset folder needs a samples.jsonl"
+            return
+        except OSError as e:  # a folder, no permission...
+            self.problem = f"cannot be read ({e.strerror or type(e).__name__})"
             return
         first_line: dict[str, int] = {}
         offset = 0

@@ -480,8 +480,8 @@ class FidelitySession:
             _, why = ds.setup()
             if why:
                 problems.append(why)
-            if ds.index.missing:
-                problems.append(f"{ds.index.path}: missing: every dataset folder needs a samples.jsonl")
+            if ds.index.problem:
+                problems.append(f"{ds.index.path}: {ds.index.problem}")
             if problems:
                 pytest.fail("\n".join(problems), pytrace=False)
             return

@@ -141,3 +141,11 @@ def test_byte_order_mark_is_not_part_of_the_first_line(tmp_path):
     assert load_manifest(d).name == "T1_demo"
     (sample,) = read_samples(d)
     assert isinstance(sample, GoldenSample) and sample.id == "a" and sample.line == 1
+
+
+def test_samples_path_that_is_a_folder_is_named(tmp_path):
+    d = make(tmp_path, [])
+    (d / "samples.jsonl").unlink()
+    (d / "samples.jsonl").mkdir()
+    (error,) = read_samples(d)
+    assert isinstance(error, GoldenError) and "not a file" in str(error)

@@ -273,16 +273,20 @@ def test_deeply_nested_line_fails_its_own_test_only(pytester):
     assert "golden/K9d/samples.jsonl:3: not valid JSON: nested too deeply" in result.stdout.str()
 
 
-@pytest.mark.parametrize("samples_file", ["empty", "missing"])
+@pytest.mark.parametrize("samples_file", ["empty", "missing", "folder"])
 def test_dataset_without_samples_does_not_crash_the_run(pytester, samples_file):
     path = make_dataset(pytester.path, "K9e", [])
-    if samples_file == "missing":
+    if samples_file != "empty":
         (path / "samples.jsonl").unlink()
+    if samples_file == "folder":
+        (path / "samples.jsonl").mkdir()
     result = run(pytester, "--tokfidelity-dataset=K9e")  # alone: not one sample test to collect
     assert result.ret != pytest.ExitCode.INTERNAL_ERROR and "INTERNALERROR" not in result.stdout.str()
     assert "K9e: 0 samples" in result.stdout.str()
     if samples_file == "missing":
         assert "golden/K9e/samples.jsonl: missing" in result.stdout.str()
+    if samples_file == "folder":
+        assert "golden/K9e/samples.jsonl: cannot be read (Is a directory)" in result.stdout.str()
     assert not gate(pytester, "K9e").open
 
 
