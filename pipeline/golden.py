@@ -211,7 +211,8 @@ def find_datasets(golden_dir: os.PathLike | str, names: Sequence[str]) -> list[P
     Raises ValueError naming what was asked for and what exists when a name matches nothing."""
     golden_dir = Path(golden_dir)
     if not golden_dir.is_dir():
-        raise ValueError(f"golden dir {golden_dir} does not exist")
+        what = "is not a folder" if golden_dir.exists() else "does not exist"
+        raise ValueError(f"golden dir {golden_dir} {what}; it should hold one folder per dataset (see README)")
     available = sorted(p for p in golden_dir.iterdir() if p.is_dir() and (p / MANIFEST_FILE).exists())
     chosen: list[Path] = []
     for name in names:

@@ -149,3 +149,11 @@ def test_samples_path_that_is_a_folder_is_named(tmp_path):
     (d / "samples.jsonl").mkdir()
     (error,) = read_samples(d)
     assert isinstance(error, GoldenError) and "not a file" in str(error)
+
+
+def test_golden_dir_that_is_a_file_is_named(tmp_path):
+    (tmp_path / "golden").write_text("")
+    with pytest.raises(ValueError, match="golden dir .* is not a folder"):
+        find_datasets(tmp_path / "golden", ["all"])
+    with pytest.raises(ValueError, match="golden dir .* does not exist"):
+        find_datasets(tmp_path / "nope", ["all"])
