@@ -303,3 +303,14 @@ def test_credentials_in_the_base_url_never_reach_a_file_or_message(tmp_path, gol
     for path in out.iterdir():
         assert b"s3cr3t-pw" not in path.read_bytes(), path
     assert json.loads((out / RUN_FILE).read_text())["base_url"] == server.url
+
+
+def test_blank_api_key_is_no_key(tmp_path, golden, gate_open, monkeypatch, capsys):
+    prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
+    args = gen_args(golden, prompts, tmp_path / "out", "unused")
+    i = args.index("--base-url")
+    del args[i : i + 2]  # the default: OpenRouter, which needs a key
+    monkeypatch.setenv("OPENROUTER_API_KEY", "  \n")
+    assert main(args) == 2
+    assert "set OPENROUTER_API_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

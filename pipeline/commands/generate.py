@@ -92,7 +92,7 @@ def run(args) -> int:
         return 2
 
     base_url = args.base_url or OPENROUTER_BASE_URL
-    api_key = os.environ.get(API_KEY_ENV) or None
+    api_key = (os.environ.get(API_KEY_ENV) or "").strip() or None  # a blank key is no key
     if api_key is None and "openrouter.ai" in base_url:
         return usage_error(f"set {API_KEY_ENV} in the environment (the key is never written or logged)")
     if args.concurrency < 1:
