@@ -12,16 +12,6 @@ from pipeline.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")
-def kimi():
-    return load_tokenizer("kimi-k2.5")
-
-
-@pytest.fixture(scope="module")
-def profile(kimi):
-    return bind_profile("kimi-k2.5", kimi)
-
-
-@pytest.fixture(scope="module")
 def byte_id(kimi):
     """Ordinary id of each token's bytes, to build partial-UTF-8 splits from real tokens."""
     table = {}

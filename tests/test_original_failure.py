@@ -12,9 +12,7 @@ from pipeline.audit import audit
 from pipeline.diagnose import diagnose
 from pipeline.golden import read_samples, write_dataset
 from pipeline.layout import split_output
-from pipeline.profiles import bind_profile
 from pipeline.reconstruct import reconstruct_output_ids
-from pipeline.tokenizer import load_tokenizer
 
 WRONG_STOP = 163533
 RIGHT_STOP = 163586
@@ -36,16 +34,6 @@ TURNS = [
     ("Digits.", "3.14159 2653589 793238 and 1,000,000", []),
     ("", "No reasoning at all, just content.\n\n- a\n- b", []),
 ]
-
-
-@pytest.fixture(scope="module")
-def kimi():
-    return load_tokenizer("kimi-k2.5")
-
-
-@pytest.fixture(scope="module")
-def profile(kimi):
-    return bind_profile("kimi-k2.5", kimi)
 
 
 def golden_output(kimi, profile, reasoning, content, calls) -> list[int]:
