@@ -1,4 +1,4 @@
-"""Benchmark: requests/s of pipeline.client.ChatClient against a local instant server.
+"""Benchmark: requests/s of pipeline.stages.client.ChatClient against a local instant server.
 
 The server is a raw asyncio HTTP/1.1 server (keep-alive, one canned chat-completion body) in its own
 process, so the figure is the client's: JSON encode, httpx, the semaphore, JSON decode.
@@ -64,7 +64,7 @@ def serve(sock: socket.socket) -> None:
 
 
 async def drive(url: str, requests: int, concurrency: int) -> float:
-    from pipeline.client import ChatClient, RetryPolicy
+    from pipeline.stages.client import ChatClient, RetryPolicy
 
     body = {"model": "bench", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
     async with ChatClient(url, "sk-bench", concurrency=concurrency, retry=RetryPolicy(max_retries=0)) as client:

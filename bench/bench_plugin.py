@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TOKFIDELITY_TOKENIZERS", str(ROOT.parent / "shared" / "tokenizers"))
 
-from pipeline.golden import write_dataset  # noqa: E402
-from pipeline.profiles import bind_profile  # noqa: E402
-from pipeline.tokenizer import load_tokenizer  # noqa: E402
+from pipeline.core.golden import write_dataset  # noqa: E402
+from pipeline.core.profiles import bind_profile  # noqa: E402
+from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
 
 
 def text_pools(limit_chars: int = 8_000_000) -> tuple[str, str]:

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.profiles import bind_profile  # noqa: E402
-from pipeline.reconstruct import reconstruct_output_ids  # noqa: E402
-from pipeline.tokenizer import load_tokenizer  # noqa: E402
-from pipeline.views import api_view  # noqa: E402
+from pipeline.core.profiles import bind_profile  # noqa: E402
+from pipeline.core.reconstruct import reconstruct_output_ids  # noqa: E402
+from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
+from pipeline.core.views import api_view  # noqa: E402
 
 _SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "tokenizers"
 if not os.environ.get("TOKFIDELITY_TOKENIZERS") and _SHARED.is_dir():

@@ -3,7 +3,7 @@
 Collection only needs a test id per sample; parsing 40,000 samples of 3,500 ids would cost
 seconds and gigabytes in a process that runs none of them. ``SampleIndex`` keeps each line's
 byte offset, length, line number and sample id (read from the line's start when the id comes
-first, as ``pipeline.golden.write_dataset`` writes it). ``read`` parses one sample fully.
+first, as ``pipeline.core.golden.write_dataset`` writes it). ``read`` parses one sample fully.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from array import array
 from pathlib import Path
 
-from pipeline.golden import GoldenError, GoldenSample, parse_sample
+from pipeline.core.golden import GoldenError, GoldenSample, parse_sample
 
 try:
     import orjson

@@ -40,7 +40,7 @@ def _golden_dir(config: pytest.Config) -> Path:
     ini = config.getini("tokfidelity_golden_dir")
     if ini:
         return config.rootpath / ini
-    from pipeline.gate import default_golden_dir
+    from pipeline.core.gate import default_golden_dir
 
     return default_golden_dir()
 
@@ -56,14 +56,14 @@ def pytest_configure(config: pytest.Config) -> None:
     opt = config.option
     if opt.tokfidelity_sample is not None and opt.tokfidelity_sample < 1:
         raise pytest.UsageError(f"--tokfidelity-sample: expected a positive number of samples, got {opt.tokfidelity_sample}")
-    from pipeline.gate import default_state_dir
+    from pipeline.core.gate import default_state_dir
 
     state_dir = Path(opt.tokfidelity_state_dir) if opt.tokfidelity_state_dir else default_state_dir()
     for folder in (state_dir, state_dir / "gates"):  # checked now, not after the whole run when the records are due
         if folder.exists() and not folder.is_dir():
             raise pytest.UsageError(f"--tokfidelity-state-dir: {folder} is a file; gate records need a folder there")
     if opt.tokfidelity_view is not None:
-        from pipeline.views import VIEWS
+        from pipeline.core.views import VIEWS
 
         if opt.tokfidelity_view not in VIEWS:
             raise pytest.UsageError(f"--tokfidelity-view: unknown view {opt.tokfidelity_view!r}; known: {', '.join(VIEWS)}")

@@ -3,7 +3,7 @@
 ``RunReport`` lives only in the process that owns the terminal (a lone pytest, or the xdist
 controller). It tallies every fidelity test's report, merges the counts that xdist workers
 send, decides per dataset whether the run was full and green, writes or closes the dataset's
-gate record (``pipeline.gate``), removes stale reviewed divergences on ``--snapshot-update``,
+gate record (``pipeline.core.gate``), removes stale reviewed divergences on ``--snapshot-update``,
 and prints the per-dataset summary.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pipeline import gate
+from pipeline.core import gate
 
 from .counts import merge_counts
 from .session import DATASET_CHECKS, SAMPLE_TEST, SUITE_NODE_NAME, WORKER_OUTPUT_KEY, WORKER_TOKENIZERS_KEY, DatasetRun, FidelitySession

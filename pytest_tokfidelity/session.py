@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.fidelity import BAD_INPUT, EXACT, POLICY, Judge, Verdict
-from pipeline.golden import GoldenError, GoldenSample, Manifest, find_datasets, load_manifest
+from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, Judge, Verdict
+from pipeline.core.golden import GoldenError, GoldenSample, Manifest, find_datasets, load_manifest
 
 from .counts import bump, new_counts
 from .index import SampleIndex
@@ -77,8 +77,8 @@ def _fallback_manifest(path: Path) -> Manifest | None:
     """The usable part of an invalid manifest: profile and tokenizer, everything else default."""
     import json
 
-    from pipeline.profiles import PROFILES
-    from pipeline.views import VIEWS
+    from pipeline.core.profiles import PROFILES
+    from pipeline.core.views import VIEWS
 
     try:
         raw = json.loads((path / "manifest.json").read_text(encoding="utf-8-sig"))
@@ -153,8 +153,8 @@ class DatasetRun:
     def _load(self) -> tuple[Judge | None, str | None]:
         if self.manifest is None:
             return None, f"the manifest has no usable profile and tokenizer: {self.manifest_error}"
-        from pipeline.profiles import bind_profile
-        from pipeline.tokenizer import load_tokenizer
+        from pipeline.core.profiles import bind_profile
+        from pipeline.core.tokenizer import load_tokenizer
 
         try:
             tokenizer = load_tokenizer(self.tokenizer_spec)
@@ -190,7 +190,7 @@ class DatasetRun:
         """Verdicts on the samples at ``positions``, with the vocabulary and stop checks run on
         them. An exact sample's ids came out of the tokenizer, so only others need the vocabulary
         check; a sample whose judging failed on ids outside the vocabulary gets that verdict."""
-        from pipeline.fidelity import stop_token_problems, vocabulary_problems
+        from pipeline.core.fidelity import stop_token_problems, vocabulary_problems
 
         judged = Judged()
         judge, _ = self.setup()  # in a judging process, a dataset set up after the fork loads here
@@ -235,7 +235,7 @@ class DatasetRun:
         """(vocabulary problems, stop-token problems) over every readable sample (first 10 each)."""
         if self._scan is None:
             if len(self._noted) < len(self.index):
-                from pipeline.fidelity import stop_token_problems, vocabulary_problems
+                from pipeline.core.fidelity import stop_token_problems, vocabulary_problems
 
                 judge, _ = self.setup()
                 samples = [s for s in (self.index.read(p, self.fd) for p in range(len(self.index))) if isinstance(s, GoldenSample)]
@@ -474,7 +474,7 @@ class FidelitySession:
         if name == "test_manifest":
             problems = [ds.manifest_error] if ds.manifest_error else []
             if ds.manifest is not None:
-                from pipeline.fidelity import policy_problems
+                from pipeline.core.fidelity import policy_problems
 
                 problems += [f"{ds.dir / 'manifest.json'}: field {p}" for p in policy_problems(ds.manifest.accept)]
             _, why = ds.setup()
@@ -489,7 +489,7 @@ class FidelitySession:
         if judge is None:
             pytest.fail(f"cannot check {ds.name}: {why}", pytrace=False)
         if name == "test_special_tokens":
-            from pipeline.audit import audit
+            from pipeline.core.audit import audit
 
             report = audit(judge.profile, judge.tokenizer)
             if not report.ok:

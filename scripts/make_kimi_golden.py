@@ -37,9 +37,9 @@ from kimi_golden.kimi_turn import (  # noqa: E402
     load_template,
     non_canonical_split,
 )
-from pipeline.golden import write_dataset  # noqa: E402
-from pipeline.profiles import bind_profile  # noqa: E402
-from pipeline.tokenizer import load_tokenizer, resolve_tokenizer_dir  # noqa: E402
+from pipeline.core.golden import write_dataset  # noqa: E402
+from pipeline.core.profiles import bind_profile  # noqa: E402
+from pipeline.core.tokenizer import load_tokenizer, resolve_tokenizer_dir  # noqa: E402
 
 TOKENIZER = "moonshotai/Kimi-K2.5"
 PROFILE = "kimi-k2.5"

@@ -5,8 +5,8 @@
 
 import pytest
 
-from pipeline.profiles import bind_profile
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.audit import audit
+from pipeline.core.audit import audit
 from pipeline.cli import main
-from pipeline.golden import read_samples, write_dataset
-from pipeline.profiles import bind_profile
-from pipeline.tokenizer import load_tokenizer, resolve_tokenizer_dir
+from pipeline.core.golden import read_samples, write_dataset
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer, resolve_tokenizer_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 O200K = "o200k"  # a folder name under TOKFIDELITY_TOKENIZERS

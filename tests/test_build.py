@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.export import read_training_records
-from pipeline.golden import write_dataset
-from pipeline.profiles import bind_profile
-from pipeline.render import render_prompt
-from pipeline.tokenizer import load_tokenizer
+from pipeline.stages.export import read_training_records
+from pipeline.core.golden import write_dataset
+from pipeline.core.profiles import bind_profile
+from pipeline.core.render import render_prompt
+from pipeline.core.tokenizer import load_tokenizer
 from servers.gates import open_gate
 from servers.http_server import FaultyServer
 from servers.kimi_chat import KimiChat
@@ -165,7 +165,7 @@ PROJECT_GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
 @pytest.mark.parametrize("dataset", ["B1_glaive", "B3_magicoder"])
 def test_shipped_golden_datasets_render_to_their_prompt_ids(dataset, tmp_path, capsys):
-    """The shipped datasets' prompt_ids were made by scripts/make_kimi_golden.py, not by pipeline.render."""
+    """The shipped datasets' prompt_ids were made by scripts/make_kimi_golden.py, not by pipeline.core.render."""
     folder = PROJECT_GOLDEN / dataset
     assert main(["build", "--in", str(folder), "--out", str(tmp_path / "out"), "--no-progress"]) == 0, capsys.readouterr().err
     meta = json.loads((tmp_path / "out" / "export.json").read_text())

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from pipeline.capture.dataset import PARTIAL_FILE, capture_dataset
-from pipeline.capture.engine import CaptureEngine
-from pipeline.prompts import Prompt, PromptError, read_prompts
-from pipeline.capture.transformers_engine import SMOLLM2_GGUF, prompt_seed, resolve_model_path
+from pipeline.stages.capture.dataset import PARTIAL_FILE, capture_dataset
+from pipeline.stages.capture.engine import CaptureEngine
+from pipeline.stages.prompts import Prompt, PromptError, read_prompts
+from pipeline.stages.capture.transformers_engine import SMOLLM2_GGUF, prompt_seed, resolve_model_path
 from pipeline.cli import main
-from pipeline.golden import GoldenError, load_manifest, read_samples
-from pipeline.tokenizer import TokenizerNotFound
+from pipeline.core.golden import GoldenError, load_manifest, read_samples
+from pipeline.core.tokenizer import TokenizerNotFound
 
 
 def _write_prompts(path, lines):
@@ -99,7 +99,7 @@ def test_capture_command_usage_errors(tmp_path, capsys, argv, message):
 # ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def engine():
-    from pipeline.capture.transformers_engine import TransformersEngine
+    from pipeline.stages.capture.transformers_engine import TransformersEngine
 
     return TransformersEngine(SMOLLM2_GGUF, threads=1)
 

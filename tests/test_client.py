@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pipeline.client import ApiError, ChatClient, RetryPolicy, retry_after_seconds
+from pipeline.stages.client import ApiError, ChatClient, RetryPolicy, retry_after_seconds
 from servers.http_server import FaultyServer
 
 OK_BODY = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}], "usage": {"completion_tokens": 2}}

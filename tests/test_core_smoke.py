@@ -1,8 +1,8 @@
 """Facts the whole project rests on, checked against the real Kimi tokenizer files."""
 
-from pipeline.profiles import bind_profile
-from pipeline.reconstruct import reconstruct_output_ids
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.profiles import bind_profile
+from pipeline.core.reconstruct import reconstruct_output_ids
+from pipeline.core.tokenizer import load_tokenizer
 
 
 def test_kimi_facts():

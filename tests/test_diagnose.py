@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.diagnose import CLASSES, TEXT_PRESERVING_CLASSES, diagnose, divergent_blocks
-from pipeline.profiles import bind_profile
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.diagnose import CLASSES, TEXT_PRESERVING_CLASSES, diagnose, divergent_blocks
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.gate import check_gate
-from pipeline.golden import load_manifest, read_samples
+from pipeline.core.gate import check_gate
+from pipeline.core.golden import load_manifest, read_samples
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = "E2E_smollm2"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import gate
+from pipeline.core import gate
 from pipeline.cli import main
-from pipeline.golden import write_dataset
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.golden import write_dataset
+from pipeline.core.tokenizer import load_tokenizer
 
 KIMI = load_tokenizer("kimi-k2.5")
 
@@ -84,12 +84,12 @@ def test_other_tokenizer_closes(dataset, tmp_path):
 def test_changed_code_closes(dataset, tmp_path):
     path = open_record(dataset, tmp_path / "state")
     record = json.loads(path.read_text())
-    record["code_files"]["pipeline/reconstruct.py"] = "0" * 64  # as if the code had changed since
+    record["code_files"]["pipeline/core/reconstruct.py"] = "0" * 64  # as if the code had changed since
     record["libraries"]["tiktoken"] = "0.0.1"
     path.write_text(json.dumps(record))
     status = check(dataset, tmp_path / "state")
     assert not status.open
-    assert "source pipeline/reconstruct.py changed" in status.message
+    assert "source pipeline/core/reconstruct.py changed" in status.message
     assert "library tiktoken changed" in status.message
 
 
@@ -119,7 +119,7 @@ def test_ambiguous_name_is_closed(dataset, tmp_path):
 
 def test_code_fingerprint_covers_the_verdict_sources():
     files = gate.code_file_hashes()
-    for rel in ("pipeline/reconstruct.py", "pipeline/views.py", "pipeline/diagnose.py", "pipeline/fidelity.py", "pytest_tokfidelity/session.py"):
+    for rel in ("pipeline/core/reconstruct.py", "pipeline/core/views.py", "pipeline/core/diagnose.py", "pipeline/core/fidelity.py", "pytest_tokfidelity/session.py"):
         assert len(files[rel]) == 64, rel
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.generate import RECORDS_FILE, RUN_FILE, load_finished
-from pipeline.golden import write_dataset
+from pipeline.stages.generate import RECORDS_FILE, RUN_FILE, load_finished
+from pipeline.core.golden import write_dataset
 from servers.gates import open_gate
 from servers.http_server import FaultyServer
 from servers.kimi_chat import KimiChat
@@ -173,7 +173,7 @@ def test_lone_surrogate_in_a_prompt_does_not_stop_the_run(tmp_path, golden, gate
 
 
 def test_job_repr_never_shows_the_api_key(kimi):
-    from pipeline.generate import GenerationJob
+    from pipeline.stages.generate import GenerationJob
 
     secret = "sk-or-v1-" + "0123456789abcdef" * 4
     job = GenerationJob(out_dir=Path("out"), profile=kimi.profile, tokenizer=kimi.tokenizer, base_url="http://127.0.0.1:1",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.cli import main
-from pipeline.golden import write_dataset
+from pipeline.core.golden import write_dataset
 from servers.gates import open_gate
 from servers.transformers_serve import SMOLLM2, smollm2_hf_dir, start_serve
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.fidelity import EXACT, Judge
-from pipeline.golden import GoldenError, load_manifest, read_samples
-from pipeline.profiles import bind_profile
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.fidelity import EXACT, Judge
+from pipeline.core.golden import GoldenError, load_manifest, read_samples
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden"
@@ -79,7 +79,7 @@ def kimi():
 
 def test_kimi_layout_and_prompts(kimi):
     """Every output is laid out as Kimi writes it, and prompt ids are the real chat template's."""
-    from pipeline.render import render_prompt
+    from pipeline.core.render import render_prompt
 
     tokenizer, profile = kimi
     ids = profile.ids
@@ -156,7 +156,7 @@ def test_smollm2_manifest_says_how_it_was_made():
 
 
 def test_smollm2_model_file_is_the_one_recorded():
-    from pipeline.tokenizer import resolve_package_file
+    from pipeline.core.tokenizer import resolve_package_file
 
     m = load_manifest(GOLDEN / "smollm2-chat")
     path = resolve_package_file(m.raw["engine"]["model"])
@@ -165,7 +165,7 @@ def test_smollm2_model_file_is_the_one_recorded():
 
 
 def test_smollm2_samples_are_engine_output():
-    from pipeline.render import render_prompt
+    from pipeline.core.render import render_prompt
 
     m = load_manifest(GOLDEN / "smollm2-chat")
     tokenizer = load_tokenizer(m.tokenizer)
@@ -191,8 +191,8 @@ def test_kimi_samples_agree_with_sglang_own_parsers(kimi):
     """With sglang 0.5.23's own kimi_k2 reasoning and tool-call parsers (ids rebuilt as
     functions.NAME:{history + index}, as its serving_chat does), every sample without a quirk
     reconstructs exactly, and every recorded response of a model-side case is what SGLang returns."""
-    from pipeline.reconstruct import reconstruct_output_ids
-    from pipeline.responses import parse_response
+    from pipeline.core.reconstruct import reconstruct_output_ids
+    from pipeline.core.responses import parse_response
     from sglang_support import import_sglang_parsers
 
     reasoning_parser, kimik2_detector = import_sglang_parsers()

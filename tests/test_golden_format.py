@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipeline.golden import GoldenError, GoldenSample, find_datasets, load_manifest, read_samples, write_dataset
+from pipeline.core.golden import GoldenError, GoldenSample, find_datasets, load_manifest, read_samples, write_dataset
 
 MANIFEST = {"name": "T1_demo", "profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "constructed for a test"}
 

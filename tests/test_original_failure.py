@@ -8,11 +8,11 @@ token, the diagnosis names both ids with class special-token-id, and the audit o
 
 import pytest
 
-from pipeline.audit import audit
-from pipeline.diagnose import diagnose
-from pipeline.golden import read_samples, write_dataset
-from pipeline.layout import split_output
-from pipeline.reconstruct import reconstruct_output_ids
+from pipeline.core.audit import audit
+from pipeline.core.diagnose import diagnose
+from pipeline.core.golden import read_samples, write_dataset
+from pipeline.core.layout import split_output
+from pipeline.core.reconstruct import reconstruct_output_ids
 
 WRONG_STOP = 163533
 RIGHT_STOP = 163586

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.gate import check_gate, read_record
-from pipeline.golden import write_dataset
-from pipeline.profiles import bind_profile
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.gate import check_gate, read_record
+from pipeline.core.golden import write_dataset
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
 
 KIMI = load_tokenizer("kimi-k2.5")
 KIMI_PROFILE = bind_profile("kimi-k2.5", KIMI)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pipeline.profiles import PROFILES, ProfileError, ProfileSpec, bind_profile
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.profiles import PROFILES, ProfileError, ProfileSpec, bind_profile
+from pipeline.core.tokenizer import load_tokenizer
 
 
 def test_kimi_k25_ids_come_from_the_tokenizer():

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipeline.prompts import Prompt, PromptError, parse_prompt, read_prompts
+from pipeline.stages.prompts import Prompt, PromptError, parse_prompt, read_prompts
 
 
 def test_request_fields():

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.profiles import bind_profile
-from pipeline.reconstruct import ReconstructionError, reconstruct_output_ids
-from pipeline.responses import ResponseError
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.profiles import bind_profile
+from pipeline.core.reconstruct import ReconstructionError, reconstruct_output_ids
+from pipeline.core.responses import ResponseError
+from pipeline.core.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 

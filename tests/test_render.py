@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from transformers.utils.chat_template_utils import _compile_jinja_template
 
-from pipeline.profiles import bind_profile
-from pipeline.render import RenderError, render_prompt, render_text
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.profiles import bind_profile
+from pipeline.core.render import RenderError, render_prompt, render_text
+from pipeline.core.tokenizer import load_tokenizer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "tokenizers"
 

@@ -12,11 +12,11 @@ import functools
 
 import pytest
 
-from pipeline.diagnose import diagnose
-from pipeline.profiles import bind_profile
-from pipeline.reconstruct import reconstruct_output_ids
-from pipeline.tokenizer import load_tokenizer
-from pipeline.views import VIEWS, api_view
+from pipeline.core.diagnose import diagnose
+from pipeline.core.profiles import bind_profile
+from pipeline.core.reconstruct import reconstruct_output_ids
+from pipeline.core.tokenizer import load_tokenizer
+from pipeline.core.views import VIEWS, api_view
 from sglang_support.kimi_outputs import ARGUMENTS, CJK, CODE, CONTRACTIONS, DIGITS, EMOJI, kimi_ids
 
 EXACT = "exact"

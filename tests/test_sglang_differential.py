@@ -18,9 +18,9 @@ import random
 
 import pytest
 
-from pipeline.profiles import bind_profile
-from pipeline.tokenizer import load_tokenizer
-from pipeline.views import api_view
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
+from pipeline.core.views import api_view
 from sglang_support import import_sglang_parsers
 from sglang_support.kimi_outputs import ARGUMENTS, CJK, CODE, EMOJI, kimi_ids, random_output
 

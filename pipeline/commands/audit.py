@@ -25,10 +25,10 @@ def _fail_usage(message: str) -> int:
 
 
 def run(args) -> int:
-    from ..audit import audit
-    from ..golden import GoldenError, MANIFEST_FILE, load_manifest, read_samples
-    from ..profiles import PROFILES, ProfileError
-    from ..tokenizer import TokenizerNotFound, load_tokenizer
+    from ..core.audit import audit
+    from ..core.golden import GoldenError, MANIFEST_FILE, load_manifest, read_samples
+    from ..core.profiles import PROFILES, ProfileError
+    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
 
     profile_name, tokenizer_spec, samples = args.profile, args.tokenizer, None
     if args.golden:

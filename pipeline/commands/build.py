@@ -18,10 +18,10 @@ def add_arguments(p):
 def run(args) -> int:
     from tqdm import tqdm
 
-    from ..export import EXPORT_META_FILE, build_records, open_build_input, write_export
-    from ..golden import GoldenError
-    from ..profiles import ProfileError, bind_profile
-    from ..tokenizer import TokenizerNotFound, load_tokenizer
+    from ..stages.export import EXPORT_META_FILE, build_records, open_build_input, write_export
+    from ..core.golden import GoldenError
+    from ..core.profiles import ProfileError, bind_profile
+    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         print(f"tokfidelity build: --out {args.out} is a file; give a folder (created when missing)", file=sys.stderr)

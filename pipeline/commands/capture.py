@@ -35,7 +35,7 @@ def _fail(message: str, code: int = 2) -> int:
 def _make_engine(args):
     """(engine, profile name, tokenizer spec) for the chosen engine, or raise ValueError."""
     if args.engine == "transformers":
-        from ..capture.transformers_engine import SMOLLM2_GGUF, TransformersEngine, resolve_model_path
+        from ..stages.capture.transformers_engine import SMOLLM2_GGUF, TransformersEngine, resolve_model_path
 
         model = args.model or SMOLLM2_GGUF
         resolve_model_path(model)  # fail before the slow load
@@ -44,9 +44,9 @@ def _make_engine(args):
         return engine, args.profile or "chatml", tokenizer_spec
     if not args.url:
         raise ValueError("--engine sglang needs --url (the SGLang server, e.g. http://127.0.0.1:30000)")
-    from ..capture.sglang_engine import SGLangEngine
-    from ..profiles import bind_profile, get_profile_spec
-    from ..tokenizer import load_tokenizer
+    from ..stages.capture.sglang_engine import SGLangEngine
+    from ..core.profiles import bind_profile, get_profile_spec
+    from ..core.tokenizer import load_tokenizer
 
     profile_name = args.profile or "kimi-k2.5"
     tokenizer_spec = args.tokenizer or get_profile_spec(profile_name).default_tokenizer
@@ -56,10 +56,10 @@ def _make_engine(args):
 
 
 def run(args) -> int:
-    from ..capture.dataset import capture_dataset
-    from ..prompts import PromptError, read_prompts
-    from ..profiles import ProfileError
-    from ..tokenizer import TokenizerNotFound
+    from ..stages.capture.dataset import capture_dataset
+    from ..stages.prompts import PromptError, read_prompts
+    from ..core.profiles import ProfileError
+    from ..core.tokenizer import TokenizerNotFound
 
     prompts_path = Path(args.prompts)
     if not prompts_path.is_file():

@@ -20,7 +20,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..gate import check_gate, default_golden_dir, read_record, resolve_dataset_dir
+    from ..core.gate import check_gate, default_golden_dir, read_record, resolve_dataset_dir
 
     if args.gate_command == "show":
         try:

@@ -17,7 +17,7 @@ def add_gate_arguments(p) -> None:
 def closed_gate_exit(args, stage: str):
     """Check the dataset's gate first of all. Returns (exit code 3, None) when closed, after telling
     stderr why and which command opens it; (None, GateStatus) when open. Nothing else has run yet."""
-    from ..gate import check_gate
+    from ..core.gate import check_gate
 
     status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
     if status.open:
@@ -31,8 +31,8 @@ def closed_gate_exit(args, stage: str):
 
 def dataset_manifest(args, status):
     """The manifest of the gated dataset (the folder the gate named)."""
-    from ..gate import default_golden_dir, resolve_dataset_dir
-    from ..golden import load_manifest
+    from ..core.gate import default_golden_dir, resolve_dataset_dir
+    from ..core.golden import load_manifest
 
     golden_dir = Path(args.golden_dir) if args.golden_dir else default_golden_dir()
     return load_manifest(resolve_dataset_dir(golden_dir, status.dataset))

@@ -80,12 +80,12 @@ def run(args) -> int:
     if code is not None:
         return code
 
-    from ..client import OPENROUTER_BASE_URL
-    from ..generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
-    from ..prompts import PromptError, read_prompts
-    from ..golden import GoldenError
-    from ..profiles import ProfileError, bind_profile
-    from ..tokenizer import TokenizerNotFound, load_tokenizer
+    from ..stages.client import OPENROUTER_BASE_URL
+    from ..stages.generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
+    from ..stages.prompts import PromptError, read_prompts
+    from ..core.golden import GoldenError
+    from ..core.profiles import ProfileError, bind_profile
+    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
 
     def usage_error(message: str) -> int:
         print(f"tokfidelity generate: {message}", file=sys.stderr)
@@ -97,7 +97,7 @@ def run(args) -> int:
         return usage_error(f"set {API_KEY_ENV} in the environment (the key is never written or logged)")
     if args.concurrency < 1:
         return usage_error("--concurrency must be at least 1")
-    from ..client import check_base_url, public_url
+    from ..stages.client import check_base_url, public_url
 
     try:
         check_base_url(base_url)

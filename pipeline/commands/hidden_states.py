@@ -45,7 +45,7 @@ def check_data_tokenizer(args, status, build_dir: Path) -> None:
         raise ValueError(f"{meta_path}: not valid JSON ({e}); run `tokfidelity build` again") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{meta_path}: expected a JSON object; run `tokfidelity build` again")
-    from ..tokenizer import load_tokenizer
+    from ..core.tokenizer import load_tokenizer
     from .gated import dataset_manifest
 
     gated = load_tokenizer(args.tokenizer or dataset_manifest(args, status).tokenizer)
@@ -60,7 +60,7 @@ def run(args) -> int:
     code, status = closed_gate_exit(args, "hidden-states")  # before loading or writing anything
     if code is not None:
         return code
-    from ..gpu_stages import fill_command, hidden_states_with_transformers, run_configured_command
+    from ..stages.gpu_stages import fill_command, hidden_states_with_transformers, run_configured_command
 
     try:
         train, build_dir = data_paths(args)

@@ -14,10 +14,10 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..profiles import ProfileError, bind_profile
-    from ..reconstruct import ReconstructionError, reconstruct_output_ids
-    from ..responses import ResponseError
-    from ..tokenizer import TokenizerNotFound, load_tokenizer
+    from ..core.profiles import ProfileError, bind_profile
+    from ..core.reconstruct import ReconstructionError, reconstruct_output_ids
+    from ..core.responses import ResponseError
+    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
 
     try:
         tokenizer = load_tokenizer(args.tokenizer)

@@ -24,7 +24,7 @@ def run(args) -> int:
     code, status = closed_gate_exit(args, "train")  # before running or writing anything
     if code is not None:
         return code
-    from ..gpu_stages import fill_command, run_configured_command
+    from ..stages.gpu_stages import fill_command, run_configured_command
     from .hidden_states import check_data_tokenizer, data_paths
 
     try:

@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.profiles import Profile
-from pipeline.tokenizer import Tokenizer
+from pipeline.core.profiles import Profile
+from pipeline.core.tokenizer import Tokenizer
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.gate import write_open_record
-from pipeline.golden import load_manifest
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.gate import write_open_record
+from pipeline.core.golden import load_manifest
+from pipeline.core.tokenizer import load_tokenizer
 
 
 def open_gate(dataset_dir: Path, state_dir: Path) -> Path:

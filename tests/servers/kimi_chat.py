@@ -7,9 +7,9 @@ pass; a user message containing ``[bad-usage]`` gets a count one too high, ``[no
 
 from __future__ import annotations
 
-from pipeline.profiles import bind_profile
-from pipeline.reconstruct import reconstruct_output_ids
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.profiles import bind_profile
+from pipeline.core.reconstruct import reconstruct_output_ids
+from pipeline.core.tokenizer import load_tokenizer
 
 
 class KimiChat:

@@ -7,9 +7,9 @@ the two tokens of "hel" + "lo", as a sampling model may do. A capture must keep 
 
 from __future__ import annotations
 
-from pipeline.profiles import bind_profile
-from pipeline.render import render_prompt
-from pipeline.tokenizer import load_tokenizer
+from pipeline.core.profiles import bind_profile
+from pipeline.core.render import render_prompt
+from pipeline.core.tokenizer import load_tokenizer
 
 
 class SGLangAnswers:

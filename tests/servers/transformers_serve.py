@@ -40,7 +40,7 @@ def _convert(target: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pipeline.tokenizer import resolve_package_file
+    from pipeline.core.tokenizer import resolve_package_file
 
     gguf = resolve_package_file(SMOLLM2)
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")

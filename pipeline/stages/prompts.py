@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsonl import read_records
+from ..core.jsonl import read_records
 
 __all__ = ["Prompt", "PromptError", "parse_prompt", "read_prompts"]
 

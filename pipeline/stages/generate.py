@@ -11,7 +11,7 @@ Output folder layout (``--out DIR``):
 * ``summary.json``: totals over the whole file, rewritten at the end of each run.
 
 Each record holds the request (``messages``, ``tools``), the API response as received, the reconstructed
-``output_ids`` (``pipeline.reconstruct``) and ``check``: ``ok`` when ``len(output_ids)`` equals
+``output_ids`` (``pipeline.core.reconstruct``) and ``check``: ``ok`` when ``len(output_ids)`` equals
 ``usage.completion_tokens``, else ``usage_mismatch``, ``usage_missing`` or ``reconstruction_error``
 (with ``check_detail``). Flagged records are kept (the response was paid for) but never pass as ok.
 """
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from .client import ApiError, ChatClient, ChatResult, RetryPolicy
-from .profiles import Profile
+from ..core.profiles import Profile
 from .prompts import Prompt
-from .reconstruct import ReconstructionError, reconstruct_output_ids
-from .responses import ResponseError, parse_response
-from .tokenizer import Tokenizer
+from ..core.reconstruct import ReconstructionError, reconstruct_output_ids
+from ..core.responses import ResponseError, parse_response
+from ..core.tokenizer import Tokenizer
 
 __all__ = [
     "GenerationJob",

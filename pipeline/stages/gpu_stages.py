@@ -1,6 +1,6 @@
 """The GPU stages after ``build``: target-model hidden states, then drafter training.
 
-Both run existing engines on the exported ``train.jsonl`` (``pipeline.export``), never a home-made
+Both run existing engines on the exported ``train.jsonl`` (``pipeline.stages.export``), never a home-made
 trainer:
 
 * ``hidden_states_with_transformers``: a transformers causal LM (a GGUF file, a Hugging Face folder,

@@ -344,7 +344,7 @@ def audit(
     samples: Iterable[GoldenSample | GoldenError] | None = None,
 ) -> AuditReport:
     """Audit a profile (bound, a spec, or a profile name) against a tokenizer and optional golden
-    samples (as ``pipeline.golden.read_samples`` yields them). Never raises on a misconfigured
+    samples (as ``pipeline.core.golden.read_samples`` yields them). Never raises on a misconfigured
     profile; an unknown profile name raises ProfileError."""
     name, rows, output_texts = _marker_rows(profile, tokenizer)
     failures: list[str] = []

@@ -4,7 +4,7 @@
 
 * ``OUT/train.jsonl``: one JSON object a line, ``{"id": str, "input_ids": [int], "loss_mask": [0|1],
   "prompt_len": int, "source": "capture" | "reconstruction"}``. ``input_ids`` is the prompt (rendered with
-  the profile's chat template by ``pipeline.render``) followed by the model's output ids (stop token
+  the profile's chat template by ``pipeline.core.render``) followed by the model's output ids (stop token
   included when it stopped); ``loss_mask`` is 0 on every prompt position and 1 on every output position,
   same length as ``input_ids``. These are the per-sample ``input_ids`` / ``loss_mask`` that SpecForge's
   offline EAGLE-3 data and vllm-project/speculators' EAGLE-3 data carry (their hidden-state files add
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .profiles import Profile
-from .render import RenderError, render_prompt
-from .tokenizer import Tokenizer
+from ..core.profiles import Profile
+from ..core.render import RenderError, render_prompt
+from ..core.tokenizer import Tokenizer
 
 __all__ = [
     "training_record",
@@ -92,7 +92,7 @@ def open_build_input(folder: os.PathLike | str) -> BuildInput:
     """Recognise a golden dataset folder or a generate output folder; ValueError says what was found."""
     folder = Path(folder)
     if (folder / "manifest.json").is_file():
-        from .golden import load_manifest
+        from ..core.golden import load_manifest
 
         manifest = load_manifest(folder)
         return BuildInput("golden", manifest.samples_path, manifest.profile, manifest.tokenizer)
@@ -141,7 +141,7 @@ def build_records(source: BuildInput, profile: Profile, tokenizer: Tokenizer, on
     result = BuildResult()
     kind = "capture" if source.kind == "golden" else "reconstruction"
     if source.kind == "golden":
-        from .golden import read_samples
+        from ..core.golden import read_samples
 
         items = ((s.line, s) for s in read_samples(source.path.parent))  # a GoldenError is an Exception with .line
     else:

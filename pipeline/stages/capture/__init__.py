@@ -2,5 +2,5 @@
 
 ``engine`` defines the protocol every engine follows; ``transformers_engine`` runs a local
 model on the CPU; ``sglang_engine`` talks to an SGLang server; ``dataset`` writes what an
-engine captured as a golden dataset (see ``pipeline.golden``).
+engine captured as a golden dataset (see ``pipeline.core.golden``).
 """

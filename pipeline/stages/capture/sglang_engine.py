@@ -2,7 +2,7 @@
 
 Two modes (``tokfidelity capture --engine sglang --url URL --mode generate|chat``):
 
-* ``generate``: native ``POST /generate`` with ``input_ids`` rendered here by ``pipeline.render``
+* ``generate``: native ``POST /generate`` with ``input_ids`` rendered here by ``pipeline.core.render``
   (so the prompt ids are ours and exact); the answer's ``output_ids`` are the model's ids, the
   matched stop token included, and ``meta_info.finish_reason`` is SGLang's ``{"type": ...}``.
 * ``chat``: ``POST /v1/chat/completions`` with ``return_token_ids``: the server renders the prompt
@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 
 from ..client import RETRY_STATUS, RetryPolicy, retry_after_seconds
-from ..profiles import Profile
-from ..render import render_prompt
-from ..tokenizer import Tokenizer
+from ...core.profiles import Profile
+from ...core.render import render_prompt
+from ...core.tokenizer import Tokenizer
 from ..prompts import Prompt
 from .engine import Capture
 
@@ -79,7 +79,7 @@ class SGLangEngine:
             "profile": self.profile.name,
             "tokenizer": self.tokenizer.name,
             "tokenizer_fingerprint": self.tokenizer.fingerprint,
-            "prompt_rendering": "pipeline.render.render_prompt" if self.mode == "generate" else "the server's chat template",
+            "prompt_rendering": "pipeline.core.render.render_prompt" if self.mode == "generate" else "the server's chat template",
         }
         for path in ("/get_model_info", "/get_server_info"):  # best effort: facts for the manifest
             try:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..golden import MANIFEST_FILE, SAMPLES_FILE, write_dataset
+from ...core.golden import MANIFEST_FILE, SAMPLES_FILE, write_dataset
 from ..prompts import Prompt
 from .engine import CaptureEngine
 
@@ -44,7 +44,7 @@ class CaptureSummary:
 
 
 def sample_record(prompt: Prompt, capture) -> dict:
-    """The golden sample line for one capture (format: pipeline.golden)."""
+    """The golden sample line for one capture (format: pipeline.core.golden)."""
     record = {"id": prompt.id, "messages": prompt.messages}
     if prompt.tools:
         record["tools"] = prompt.tools

@@ -1,0 +1,676 @@
+"""Why two id sequences differ: every divergent hunk, a class for each, and a report for people.
+
+``diagnose(golden_ids, reconstructed_ids, tokenizer)`` aligns the two sequences (common prefix and
+suffix stripped, the middle aligned by unique-token anchors, small gaps by difflib), so each
+*hunk* is one aligned block where they differ. Each hunk gets one class from ``CLASSES``; the
+first hunk gets a window of five tokens either side, for both sequences, with each token's text
+alone and in context and the context check of the original debug script
+(``decode(prefix) + decode([id])`` versus ``decode(prefix + [id])``).
+
+UTF-8 classes are decided from the bytes of the tokens, never from U+FFFD in decoded text: U+FFFD
+(bytes EF BF BD) can be real model output.
+
+This runs only for divergent samples; per-run work (nothing but the tokenizer's tables) is reused.
+Equal sequences give a Diagnosis with no hunks.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from .layout import TOOL_ARGUMENTS, TOOL_CALL_ID, split_output
+from .profiles import Profile
+from .tokenizer import Tokenizer
+
+__all__ = [
+    "CLASSES",
+    "TEXT_PRESERVING_CLASSES",
+    "ADVICE",
+    "Hunk",
+    "WindowToken",
+    "Diagnosis",
+    "diagnose",
+    "divergent_blocks",
+]
+
+SPECIAL_TOKEN_ID = "special-token-id"
+STOP_TOKEN = "stop-token"
+NON_CANONICAL_SPLIT = "non-canonical-split"
+MARKER_TEXT = "marker-text"
+WHITESPACE = "whitespace"
+TOOL_ARGS_JSON = "tool-args-json"
+TOOL_CALL_ID_CLASS = "tool-call-id"
+TRUNCATED_UTF8 = "truncated-utf8"
+INVALID_UTF8 = "invalid-utf8"
+OTHER = "other"
+
+# The user-facing class names, in the order reports list them.
+CLASSES = (
+    SPECIAL_TOKEN_ID,
+    STOP_TOKEN,
+    NON_CANONICAL_SPLIT,
+    MARKER_TEXT,
+    WHITESPACE,
+    TOOL_ARGS_JSON,
+    TOOL_CALL_ID_CLASS,
+    TRUNCATED_UTF8,
+    INVALID_UTF8,
+    OTHER,
+)
+# Classes where the decoded bytes are the same on both sides: only the split differs.
+TEXT_PRESERVING_CLASSES = frozenset({NON_CANONICAL_SPLIT})
+
+# One line per class: what it means and what to do.
+ADVICE = {
+    SPECIAL_TOKEN_ID: "a marker or special token was replaced by another single id: the profile or pipeline uses "
+    "the wrong id for a marker; run `tokfidelity audit --profile P --tokenizer T` and bind marker ids from their "
+    "text (bind_profile), never by hand",
+    STOP_TOKEN: "a stop token is missing or extra at the end: check the finish_reason handling (no stop token on "
+    "`length`, one on `stop`/`tool_calls`) and that the engine's matched stop id is the profile's stop id",
+    NON_CANONICAL_SPLIT: "same bytes, different split: the model emitted a non-canonical tokenization that text "
+    "cannot carry; harmless for the text, but the ids differ: accept it by policy (manifest `accept`) or capture "
+    "ids from the engine (return_token_ids)",
+    MARKER_TEXT: "a special id on one side, ordinary tokens spelling its text on the other: a parser turned marker "
+    "text into the marker (or back); encode content as ordinary text and insert markers as ids, and check the API "
+    "view (e.g. spaces between special tokens, skip_special_tokens)",
+    WHITESPACE: "the texts differ only in whitespace: the API stripped or added whitespace (e.g. around </think>); "
+    "pick the API view that matches the provider's engine version (sglang vs sglang-legacy)",
+    TOOL_ARGS_JSON: "tool-call arguments changed beyond whitespace: the provider re-serialised the JSON (json.dumps "
+    "with tool_choice required/named, or streaming); request the model's raw arguments or accept by policy",
+    TOOL_CALL_ID_CLASS: "a tool-call id differs: the API rebuilt the id (e.g. functions.NAME:INDEX with a per-turn "
+    "index instead of the conversation-wide counter); reconstruct the id the way the model wrote it",
+    TRUNCATED_UTF8: "the output was cut at the length limit inside a UTF-8 character; the API text ends in U+FFFD "
+    "and cannot give back the bytes: drop the partial character's tokens or capture ids from the engine",
+    INVALID_UTF8: "the model emitted partial UTF-8 bytes inside the text; they decode to U+FFFD and the bytes are "
+    "lost: the text cannot give back these ids; capture ids from the engine or accept by policy",
+    OTHER: "the text itself changed for no known reason: compare the two windows above, check the tokenizer "
+    "(fingerprint) and the API view, and file the case",
+}
+
+WINDOW = 5  # tokens either side of the first hunk
+WINDOW_HUNK = 12  # tokens of a long first hunk shown in its window
+_SMALL_RANGE = 40_000  # len(a) * len(b) up to which difflib aligns a gap directly
+_RESYNC_LIMIT = 96  # tokens skipped (both sides together) when looking for where the sequences agree again
+_RESYNC_RUN = 4  # tokens that must agree for a resync to count
+_MERGE_GAP = 4  # neighbouring hunks this close are merged when only together they keep the bytes
+_HUNK_LIST_LIMIT = 20  # render() lists at most this many hunks
+_HUNK_IDS_SHOWN = 8  # ids per side shown for one hunk in render()
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    """One aligned block where the sequences differ: golden[golden_start:golden_end] became
+    reconstructed[recon_start:recon_end]."""
+
+    golden_start: int
+    golden_end: int
+    recon_start: int
+    recon_end: int
+    cls: str
+    text_preserving: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WindowToken:
+    """One token of a window: its id, its text alone and in context, and the context check."""
+
+    index: int
+    id: int
+    text: str  # token_text(id): the token alone
+    context_text: str  # what the token adds to the decoded text after its prefix
+    context_ok: bool  # decode(prefix) + decode([id]) == decode(prefix + [id])
+    in_hunk: bool
+
+
+@dataclass
+class Diagnosis:
+    golden_len: int
+    recon_len: int
+    hunks: list[Hunk]
+    texts_identical: bool  # the decoded bytes of the whole sequences are equal
+    golden_window: list[WindowToken] = field(default_factory=list)
+    recon_window: list[WindowToken] = field(default_factory=list)
+    tokenizer_name: str = ""
+    golden_ids: Sequence[int] = field(default=(), repr=False, compare=False)
+    recon_ids: Sequence[int] = field(default=(), repr=False, compare=False)
+    token_text: Callable[[int], str] = field(default=str, repr=False, compare=False)
+
+    @property
+    def first_index(self) -> int | None:
+        """The first index where the sequences differ (the same in both), None when equal."""
+        return self.hunks[0].golden_start if self.hunks else None
+
+    @property
+    def classes(self) -> list[str]:
+        """Distinct hunk classes, in order of first appearance."""
+        return list(dict.fromkeys(h.cls for h in self.hunks))
+
+    @property
+    def harmless(self) -> bool:
+        """Every hunk keeps the text (only splits differ)."""
+        return all(h.text_preserving for h in self.hunks)
+
+    def class_counts(self) -> dict[str, int]:
+        counts = Counter(h.cls for h in self.hunks)
+        return {c: counts[c] for c in CLASSES if counts[c]}
+
+    def signature(self) -> dict:
+        """Compact, stable, JSON-able summary for reviewed snapshots."""
+        if not self.hunks:
+            return {"hunks": 0}
+        return {
+            "classes": [h.cls for h in self.hunks],
+            "first_index": self.first_index,
+            "texts_identical": self.texts_identical,
+            "golden_window": [t.id for t in self.golden_window],
+            "recon_window": [t.id for t in self.recon_window],
+            # each window token's text, so a reviewer reads the snapshot without a tokenizer
+            "golden_text": [t.text for t in self.golden_window],
+            "recon_text": [t.text for t in self.recon_window],
+        }
+
+    def render(self) -> str:
+        """The report for people."""
+        if not self.hunks:
+            return f"no divergence: both sequences are the same {self.golden_len} ids"
+        counts = ", ".join(f"{c} x{n}" for c, n in self.class_counts().items())
+        lines = [
+            f"divergence: {len(self.hunks)} hunk(s) [{counts}]; first at index {self.first_index} "
+            f"(golden {self.golden_len} ids, reconstructed {self.recon_len} ids)",
+            "decoded texts: "
+            + (
+                "identical (only the split differs)"
+                if self.texts_identical and self.harmless
+                else "identical bytes, but ids of different kinds (special vs ordinary)"
+                if self.texts_identical
+                else "DIFFER (the text itself changed)"
+            ),
+            "hunks:",
+        ]
+        golden, recon = self.golden_ids, self.recon_ids
+        for n, h in enumerate(self.hunks[:_HUNK_LIST_LIMIT], 1):
+            lines.append(
+                f"  #{n} {h.cls}: golden[{h.golden_start}:{h.golden_end}] {self._ids_brief(golden[h.golden_start:h.golden_end])}"
+                f" -> reconstructed[{h.recon_start}:{h.recon_end}] {self._ids_brief(recon[h.recon_start:h.recon_end])}"
+            )
+        if len(self.hunks) > _HUNK_LIST_LIMIT:
+            lines.append(f"  ... and {len(self.hunks) - _HUNK_LIST_LIMIT} more hunk(s)")
+        for title, window in (("golden", self.golden_window), ("reconstructed", self.recon_window)):
+            if not window:
+                continue
+            lines.append(f"first hunk, {title} ids {window[0].index}..{window[-1].index} (> marks the hunk):")
+            lines.append(f"  {'':1} {'index':>6} {'id':>7}  {'alone':<24} {'in context':<24} context check")
+            for prev, t in zip([None, *window], window):
+                if prev is not None and t.index != prev.index + 1:
+                    lines.append(f"  > {'...':>6} ({t.index - prev.index - 1} more tokens of the hunk)")
+                check = "ok" if t.context_ok else "DIFFERS: decode(prefix)+decode([id]) != decode(prefix+[id])"
+                lines.append(
+                    f"  {'>' if t.in_hunk else ' '} {t.index:>6} {t.id:>7}  {_show(t.text):<24} {_show(t.context_text):<24} {check}"
+                )
+        lines.append("what to do:")
+        for c in self.classes:
+            lines.append(f"  {c}: {ADVICE[c]}")
+        return "\n".join(lines)
+
+    def _ids_brief(self, ids: Sequence[int]) -> str:
+        shown = " ".join(f"{i} {_show(self.token_text(i))}" for i in ids[:_HUNK_IDS_SHOWN])
+        more = f" ... +{len(ids) - _HUNK_IDS_SHOWN} more" if len(ids) > _HUNK_IDS_SHOWN else ""
+        return f"[{shown}{more}]"
+
+
+def _show(text: str) -> str:
+    """A token's text, quoted and escaped so whitespace and control bytes are visible."""
+    r = repr(text)
+    return r if len(r) <= 24 else r[:21] + "..."
+
+
+# ------------------------------------------------------------------------------------------
+# Alignment
+# ------------------------------------------------------------------------------------------
+def _lis_pairs(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Longest chain of (i, j) pairs increasing in j (pairs come sorted by i): patience sorting."""
+    tails: list[int] = []  # j of the last pair of the best chain of each length
+    tail_idx: list[int] = []
+    prev = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        pos = bisect_left(tails, j)
+        if pos == len(tails):
+            tails.append(j)
+            tail_idx.append(k)
+        else:
+            tails[pos] = j
+            tail_idx[pos] = k
+        prev[k] = tail_idx[pos - 1] if pos else -1
+    chain = []
+    k = tail_idx[-1] if tail_idx else -1
+    while k >= 0:
+        chain.append(pairs[k])
+        k = prev[k]
+    chain.reverse()
+    return chain
+
+
+def _resync_blocks(a, b, alo, ahi, blo, bhi) -> list[tuple[int, int, int, int]]:
+    """Greedy alignment for long gaps without unique tokens (e.g. repetitive text): at each
+    difference, take the nearest point where the next few tokens agree again."""
+    run = _RESYNC_RUN
+
+    def agree(i: int, j: int) -> bool:
+        n = min(run, ahi - i, bhi - j)
+        if n < run and ahi - i != bhi - j:
+            return False
+        return a[i : i + n] == b[j : j + n]
+
+    blocks = []
+    i, j = alo, blo
+    while i < ahi and j < bhi:
+        if a[i] == b[j]:
+            i += 1
+            j += 1
+            continue
+        found = None
+        for d in range(1, _RESYNC_LIMIT + 1):
+            for x in range(d + 1):
+                ii, jj = i + x, j + d - x
+                if ii <= ahi and jj <= bhi and agree(ii, jj):
+                    found = ii, jj
+                    break
+            if found:
+                break
+        if found is None:  # no agreement nearby: the rest of the gap is one hunk
+            break
+        blocks.append((i, found[0], j, found[1]))
+        i, j = found
+    if i < ahi or j < bhi:
+        blocks.append((i, ahi, j, bhi))
+    return blocks
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int], alo: int, blo: int, n: int) -> int:
+    """Length of the common prefix of a[alo:alo+n] and b[blo:blo+n]: galloping slice compares
+    (done in C) instead of a Python loop over every equal token."""
+    same, step = 0, 16
+    while same < n:
+        k = min(step, n - same)
+        if a[alo + same : alo + same + k] == b[blo + same : blo + same + k]:
+            same += k
+            step *= 2
+        elif k > 4:
+            step = k // 2
+        else:
+            while same < n and a[alo + same] == b[blo + same]:
+                same += 1
+            break
+    return same
+
+
+def _common_suffix(a: Sequence[int], b: Sequence[int], ahi: int, bhi: int, n: int) -> int:
+    """Length of the common suffix of a[ahi-n:ahi] and b[bhi-n:bhi], as _common_prefix."""
+    same, step = 0, 16
+    while same < n:
+        k = min(step, n - same)
+        if a[ahi - same - k : ahi - same] == b[bhi - same - k : bhi - same]:
+            same += k
+            step *= 2
+        elif k > 4:
+            step = k // 2
+        else:
+            while same < n and a[ahi - same - 1] == b[bhi - same - 1]:
+                same += 1
+            break
+    return same
+
+
+def divergent_blocks(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """Aligned blocks where ``a`` and ``b`` differ, as (a_start, a_end, b_start, b_end), in order.
+
+    Common prefix and suffix are stripped; the middle is split at tokens that occur exactly once
+    on both sides (patience diff), small gaps are aligned by difflib, and long gaps without such
+    tokens by a greedy nearest-resync. Near-linear for the usual case of a few local differences
+    in a long sequence.
+    """
+    blocks: list[tuple[int, int, int, int]] = []
+    stack = [(0, len(a), 0, len(b))]
+    while stack:
+        alo, ahi, blo, bhi = stack.pop()
+        same = _common_prefix(a, b, alo, blo, min(ahi - alo, bhi - blo))
+        alo, blo = alo + same, blo + same
+        same = _common_suffix(a, b, ahi, bhi, min(ahi - alo, bhi - blo))
+        ahi, bhi = ahi - same, bhi - same
+        if alo == ahi or blo == bhi:
+            if alo < ahi or blo < bhi:
+                blocks.append((alo, ahi, blo, bhi))
+            continue
+        size = (ahi - alo) * (bhi - blo)
+        if size > _SMALL_RANGE:
+            a_count = Counter(a[alo:ahi])
+            b_count = Counter(b[blo:bhi])
+            b_pos = {t: j for j, t in enumerate(b[blo:bhi], blo) if b_count[t] == 1}
+            pairs = [(i, b_pos[t]) for i, t in enumerate(a[alo:ahi], alo) if a_count[t] == 1 and t in b_pos]
+            anchors = _lis_pairs(pairs)
+            if anchors:
+                pi, pj = alo, blo
+                for i, j in anchors:
+                    stack.append((pi, i, pj, j))
+                    pi, pj = i + 1, j + 1
+                stack.append((pi, ahi, pj, bhi))
+                continue
+            blocks += _resync_blocks(a, b, alo, ahi, blo, bhi)
+            continue
+        matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                blocks.append((alo + i1, alo + i2, blo + j1, blo + j2))
+    blocks.sort()
+    merged: list[tuple[int, int, int, int]] = []
+    for blk in blocks:  # touching blocks (no equal token between them) are one hunk
+        if merged and merged[-1][1] == blk[0] and merged[-1][3] == blk[2]:
+            last = merged.pop()
+            blk = (last[0], blk[1], last[2], blk[3])
+        merged.append(blk)
+    return merged
+
+
+# ------------------------------------------------------------------------------------------
+# Bytes
+# ------------------------------------------------------------------------------------------
+class _Bytes:
+    """A sequence's bytes with each token's byte offset, built once per diagnosis."""
+
+    __slots__ = ("ids", "data", "offsets")
+
+    def __init__(self, ids: Sequence[int], tokenizer: Tokenizer):
+        parts = tokenizer.token_bytes_list(ids)
+        self.ids = ids
+        self.data = b"".join(parts)
+        self.offsets = list(accumulate(map(len, parts), initial=0))
+
+    def span(self, start: int, end: int) -> bytes:
+        return self.data[self.offsets[start] : self.offsets[end]]
+
+    def invalid_byte_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Absolute byte ranges of invalid UTF-8 that overlap tokens start..end (or touch the
+        insertion point when start == end), from the bytes, never from decoded U+FFFD."""
+        data, off = self.data, self.offsets
+        n = len(data)
+        lo, hi = off[start], off[end]
+        ctx_lo, ctx_hi = (lo, hi) if lo < hi else (max(0, lo - 1), min(n, hi + 1))
+        # Widen to character boundaries (a UTF-8 character has at most 3 continuation bytes) so a
+        # valid character cut by the hunk's edge is not mistaken for invalid bytes.
+        for _ in range(3):
+            if 0 < ctx_lo < n and 0x80 <= data[ctx_lo] <= 0xBF:
+                ctx_lo -= 1
+        for _ in range(3):
+            if ctx_hi < n and 0x80 <= data[ctx_hi] <= 0xBF:
+                ctx_hi += 1
+        text = data[ctx_lo:ctx_hi].decode("utf-8", "surrogateescape")
+        ranges: list[tuple[int, int]] = []
+        pos = ctx_lo
+        for ch in text:
+            if "\udc80" <= ch <= "\udcff":
+                if ranges and ranges[-1][1] == pos:
+                    ranges[-1] = (ranges[-1][0], pos + 1)
+                else:
+                    ranges.append((pos, pos + 1))
+                pos += 1
+            else:
+                pos += len(ch.encode("utf-8"))
+        window_lo, window_hi = (lo - 1, hi + 1) if lo == hi else (lo, hi)
+        return [(s, e) for s, e in ranges if s < window_hi and e > window_lo]
+
+    def incomplete_tail(self, end: int) -> int:
+        """How many bytes at the end of tokens [0, end) start a UTF-8 character that never finishes."""
+        data = self.data[max(0, self.offsets[end] - 4) : self.offsets[end]]
+        decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        decoder.decode(data, final=False)
+        return len(decoder.getstate()[0])
+
+    def window(self, hunk_lo: int, hunk_hi: int, token_text) -> list[WindowToken]:
+        """WINDOW tokens either side of a hunk (and at most WINDOW_HUNK tokens of the hunk itself),
+        each with its text alone, its text in context and the context check."""
+        data, off, ids = self.data, self.offsets, self.ids
+        n = len(ids)
+        indices = [
+            *range(max(0, hunk_lo - WINDOW), min(hunk_hi, hunk_lo + WINDOW_HUNK)),
+            *range(hunk_hi, min(n, hunk_hi + WINDOW)),
+        ]
+        if not indices:
+            return []
+        # Decode from a character boundary a little before the window: the same text as decoding
+        # the whole prefix, without paying for it on long sequences.
+        start = off[max(0, indices[0] - 4)]
+        for _ in range(4):
+            if 0 < start < len(data) and 0x80 <= data[start] <= 0xBF:
+                start -= 1
+        out = []
+        for i in indices:
+            before = data[start : off[i]].decode("utf-8", "replace")
+            after = data[start : off[i + 1]].decode("utf-8", "replace")
+            alone = token_text(ids[i])
+            k = len(before)
+            while k and not after.startswith(before[:k]):
+                k -= 1
+            out.append(
+                WindowToken(
+                    index=i,
+                    id=ids[i],
+                    text=alone,
+                    context_text=after[k:],
+                    context_ok=before + alone == after,
+                    in_hunk=hunk_lo <= i < hunk_hi,
+                )
+            )
+        return out
+
+
+def _strip_ws(text: str) -> str:
+    return "".join(text.split())
+
+
+# ------------------------------------------------------------------------------------------
+# Classification
+# ------------------------------------------------------------------------------------------
+class _Context:
+    """What classification needs besides the hunk: built once per diagnosis."""
+
+    def __init__(self, golden, recon, tokenizer, profile, finish_reason):
+        self.golden = golden
+        self.recon = recon
+        self.gbytes = _Bytes(golden, tokenizer)
+        self.rbytes = _Bytes(recon, tokenizer)
+        self.specials = tokenizer.special_ids | (profile.marker_ids if profile is not None else frozenset())
+        self.tokenizer = tokenizer
+        if profile is not None:
+            stops = {profile.stop_id}
+            canonical = tokenizer.special_tokens.get(profile.texts.get("stop", ""))
+            if canonical is not None:
+                stops.add(canonical)
+            self.stop_ids = frozenset(stops)
+        else:
+            self.stop_ids = tokenizer.special_ids
+        self.layout = split_output(golden, profile) if profile is not None else None
+        ends_with_stop = bool(golden) and golden[-1] in self.stop_ids
+        if finish_reason is not None:
+            self.cut_at_length = finish_reason == "length"
+        else:
+            self.cut_at_length = not ends_with_stop
+        # Where the golden text ends: before a final stop/special token.
+        self.golden_text_end = len(golden) - 1 if golden and golden[-1] in self.specials else len(golden)
+
+    def special_bytes(self, token_id: int) -> bytes:
+        """The text of a special or marker id as bytes; b"\\0" (found in no text) for anything else."""
+        if token_id in self.specials and self.tokenizer.is_valid_id(token_id):
+            return self.tokenizer.token_bytes(token_id)
+        return b"\0"
+
+    def regions(self, start: int, end: int) -> set[str]:
+        layout = self.layout
+        if layout is None:
+            return set()
+        if start == end:
+            idx = [i for i in (start - 1, start) if 0 <= i < len(self.golden)]
+        else:
+            idx = range(start, end)
+        return {layout.region_at(i) for i in idx}
+
+    def classify(self, gs: int, ge: int, rs: int, re: int) -> str:
+        G = self.golden[gs:ge]
+        R = self.recon[rs:re]
+        specials = self.specials
+        g_special = Counter(t for t in G if t in specials)
+        r_special = Counter(t for t in R if t in specials)
+        if len(G) == 1 and len(R) == 1 and (g_special or r_special):
+            return SPECIAL_TOKEN_ID
+        gb = self.gbytes.span(gs, ge)
+        rb = self.rbytes.span(rs, re)
+        if g_special != r_special:
+            only_g = g_special - r_special
+            only_r = r_special - g_special
+            spelled = all(self.special_bytes(t) in rb for t in only_g) and all(
+                self.special_bytes(t) in gb for t in only_r
+            )
+            if spelled:
+                return MARKER_TEXT
+            if len(G) == len(R):
+                return SPECIAL_TOKEN_ID
+        if gb == rb:
+            return NON_CANONICAL_SPLIT
+        g_invalid = self.gbytes.invalid_byte_ranges(gs, ge)
+        if g_invalid:
+            text_end = self.golden_text_end
+            if self.cut_at_length and ge >= text_end and self.gbytes.incomplete_tail(text_end):
+                tail_start = self.gbytes.offsets[text_end] - self.gbytes.incomplete_tail(text_end)
+                if any(e > tail_start for _, e in g_invalid):
+                    return TRUNCATED_UTF8
+            return INVALID_UTF8
+        if self.rbytes.invalid_byte_ranges(rs, re):
+            return INVALID_UTF8
+        regions = self.regions(gs, ge)
+        if TOOL_CALL_ID in regions:
+            return TOOL_CALL_ID_CLASS
+        g_text = gb.decode("utf-8", "replace")
+        r_text = rb.decode("utf-8", "replace")
+        if _strip_ws(g_text) == _strip_ws(r_text):
+            return WHITESPACE
+        if TOOL_ARGUMENTS in regions:
+            return TOOL_ARGS_JSON
+        return OTHER
+
+
+def _split_stop(block, ctx: _Context):
+    """At the very end, peel a stop token present on one side only into its own hunk (unless the
+    other side ends with another special id there, a replaced id, or spells the stop token's text,
+    marker text: neither is a missing stop token)."""
+    golden, recon, stop_ids, specials = ctx.golden, ctx.recon, ctx.stop_ids, ctx.specials
+    gs, ge, rs, re = block
+    if ge != len(golden) or re != len(recon) or (ge - gs == 1 and re - rs == 1):
+        return [block]
+    g_stop = ge > gs and golden[ge - 1] in stop_ids
+    r_stop = re > rs and recon[re - 1] in stop_ids
+    if g_stop == r_stop:
+        return [block]
+    other_last = (recon[re - 1] if re > rs else None) if g_stop else (golden[ge - 1] if ge > gs else None)
+    if other_last in specials:
+        return [block]
+    stop_text = ctx.special_bytes(golden[ge - 1] if g_stop else recon[re - 1])
+    other_bytes = ctx.rbytes.span(rs, re) if g_stop else ctx.gbytes.span(gs, ge)
+    if other_bytes.endswith(stop_text):
+        return [block]
+    if g_stop:
+        rest, stop = (gs, ge - 1, rs, re), (ge - 1, ge, re, re)
+    else:
+        rest, stop = (gs, ge, rs, re - 1), (ge, ge, re - 1, re)
+    if rest[0] == rest[1] and rest[2] == rest[3]:
+        return [stop]
+    return [rest, stop]
+
+
+def _peel_specials(block, golden, recon, specials):
+    """Split replaced special ids at either edge of a hunk into their own 1-to-1 hunks, so a
+    replaced marker next to a text change gives two hunks with two classes."""
+    gs, ge, rs, re = block
+    head, tail = [], []
+    while ge - gs + re - rs > 2 and ge > gs and re > rs and golden[gs] in specials and recon[rs] in specials:
+        head.append((gs, gs + 1, rs, rs + 1))
+        gs, rs = gs + 1, rs + 1
+    while ge - gs + re - rs > 2 and ge > gs and re > rs and golden[ge - 1] in specials and recon[re - 1] in specials:
+        tail.append((ge - 1, ge, re - 1, re))
+        ge, re = ge - 1, re - 1
+    return [*head, (gs, ge, rs, re), *reversed(tail)]
+
+
+def _merge_byte_neighbours(blocks, gbytes: _Bytes, rbytes: _Bytes):
+    """Merge a hunk with the next one when they are close and only together keep the bytes."""
+    out: list[tuple[int, int, int, int]] = []
+    for blk in blocks:
+        if out:
+            prev = out[-1]
+            gap = blk[0] - prev[1]
+            if (
+                gap <= _MERGE_GAP
+                and gbytes.span(prev[0], prev[1]) != rbytes.span(prev[2], prev[3])
+                and gbytes.span(blk[0], blk[1]) != rbytes.span(blk[2], blk[3])
+                and gbytes.span(prev[0], blk[1]) == rbytes.span(prev[2], blk[3])
+            ):
+                out[-1] = (prev[0], blk[1], prev[2], blk[3])
+                continue
+        out.append(blk)
+    return out
+
+
+def diagnose(
+    golden_ids: Sequence[int],
+    reconstructed_ids: Sequence[int],
+    tokenizer: Tokenizer,
+    *,
+    profile: Profile | None = None,
+    finish_reason: str | None = None,
+) -> Diagnosis:
+    """Every divergent hunk between golden and reconstructed ids, classified, with a report.
+
+    ``profile`` gives regions (tool-call ids and arguments) and the stop id; ``finish_reason``
+    ("stop" | "length" | "tool_calls") says whether the golden output was cut at the length limit
+    (when None: cut if it does not end with a stop token)."""
+    golden = list(golden_ids)
+    recon = list(reconstructed_ids)
+    token_text = tokenizer.token_text
+    if golden == recon:
+        return Diagnosis(len(golden), len(recon), [], True, tokenizer_name=tokenizer.name,
+                         golden_ids=golden, recon_ids=recon, token_text=token_text)
+
+    ctx = _Context(golden, recon, tokenizer, profile, finish_reason)
+    blocks = divergent_blocks(golden, recon)
+    blocks = _merge_byte_neighbours(blocks, ctx.gbytes, ctx.rbytes)
+    blocks = [piece for blk in blocks for piece in _peel_specials(blk, golden, recon, ctx.specials)]
+    if blocks:
+        blocks = blocks[:-1] + _split_stop(blocks[-1], ctx)
+    hunks = []
+    for gs, ge, rs, re in blocks:
+        if ge == len(golden) and re == len(recon) and ge - gs + re - rs == 1:
+            is_stop = (golden[gs:ge] or recon[rs:re])[0] in ctx.stop_ids
+            cls = STOP_TOKEN if is_stop else ctx.classify(gs, ge, rs, re)
+        else:
+            cls = ctx.classify(gs, ge, rs, re)
+        hunks.append(Hunk(gs, ge, rs, re, cls, cls in TEXT_PRESERVING_CLASSES))
+
+    first = hunks[0]
+    golden_window = ctx.gbytes.window(first.golden_start, first.golden_end, token_text)
+    recon_window = ctx.rbytes.window(first.recon_start, first.recon_end, token_text)
+    return Diagnosis(
+        golden_len=len(golden),
+        recon_len=len(recon),
+        hunks=hunks,
+        texts_identical=ctx.gbytes.data == ctx.rbytes.data,
+        golden_window=golden_window,
+        recon_window=recon_window,
+        tokenizer_name=tokenizer.name,
+        golden_ids=golden,
+        recon_ids=recon,
+        token_text=token_text,
+    )
