@@ -171,3 +171,121 @@ def test_shipped_golden_datasets_render_to_their_prompt_ids(dataset, tmp_path, c
     meta = json.loads((tmp_path / "out" / "export.json").read_text())
     n = sum(1 for line in (folder / "samples.jsonl").read_text().splitlines() if line.strip())
     assert meta["samples"] == meta["prompt_ids_checked"] == n
+
+
+def generate_folder(tmp_path, kimi, contents: list[str]) -> Path:
+    """A real `tokfidelity generate` output folder, made against the chat server on 127.0.0.1."""
+    tok, profile = kimi
+    golden = tmp_path / "golden"
+    write_dataset(golden / "T2_kimi", MANIFEST, golden_samples(tok, profile, 1))
+    open_gate(golden / "T2_kimi", tmp_path / "state")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": c}]}) + "\n" for i, c in enumerate(contents)))
+    gen = tmp_path / "gen"
+    with FaultyServer(KimiChat()) as server:
+        main(["generate", "--dataset", "T2_kimi", "--golden-dir", str(golden), "--state-dir", str(tmp_path / "state"),
+              "--prompts", str(prompts), "--out", str(gen), "--base-url", server.url, "--no-progress"])
+    return gen
+
+
+def test_prompt_check_flags_a_record_whose_prompt_tokens_disagree_and_keeps_it_out(tmp_path, kimi, capsys):
+    tok, profile = kimi
+    gen = generate_folder(tmp_path, kimi, ["agrees", "off by one [bad-prompt-usage]", "no count [no-prompt-usage]"])
+    generated = {r["id"]: r for r in map(json.loads, (gen / "generations.jsonl").read_text().splitlines())}
+    assert all(r["check"] == "ok" for r in generated.values())  # the completion side is fine everywhere
+    rendered = {rid: render_prompt(r["messages"], None, profile, tok) for rid, r in generated.items()}
+    assert generated["p0"]["usage"]["prompt_tokens"] == len(rendered["p0"])  # the server's own count agrees
+    assert generated["p1"]["usage"]["prompt_tokens"] == len(rendered["p1"]) + 1
+    out = tmp_path / "train"
+    assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress"]) == 1
+    records = {r["id"]: r for r in read_training_records(out)}
+    assert sorted(records) == ["p0", "p2"]
+    assert records["p0"]["prompt_check"] == "ok" and records["p2"]["prompt_check"] == "unknown"
+    assert records["p0"]["input_ids"] == rendered["p0"] + generated["p0"]["output_ids"]
+    (left,) = [json.loads(line) for line in (out / "left_out.jsonl").read_text().splitlines()]
+    assert left["id"] == "p1" and left["prompt_check"] == "prompt_mismatch"
+    assert f"rendered prompt has {len(rendered['p1'])} ids but usage.prompt_tokens is {len(rendered['p1']) + 1} (-1)" in left["reason"]
+    meta = json.loads((out / "export.json").read_text())
+    assert meta["prompt_checks"] == {"ok": 1, "prompt_mismatch": 1, "unknown": 1} and meta["left_out"] == 1
+    err = capsys.readouterr().err
+    assert "prompt check (rendered prompt vs usage.prompt_tokens): 1 ok, 1 prompt_mismatch (left out), 1 unknown" in err
+    # kept on request, still marked
+    assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress", "--keep-prompt-mismatch"]) == 0
+    records = {r["id"]: r for r in read_training_records(out)}
+    assert sorted(records) == ["p0", "p1", "p2"] and records["p1"]["prompt_check"] == "prompt_mismatch"
+    assert (out / "left_out.jsonl").read_text() == ""
+
+
+def write_generations(folder: Path, rows: list[dict]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps({"profile": "kimi-k2.5", "tokenizer": "kimi-k2.5"}))
+    (folder / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_loss_mask_audit_length_cut_and_stop_token(tmp_path, kimi, capsys):
+    tok, profile = kimi
+    enc = tok.encode_ordinary
+    messages = [{"role": "user", "content": "hi"}]
+    n_prompt = len(render_prompt(messages, None, profile, tok))
+
+    def row(rid, output_ids, finish, **more):
+        return {"id": rid, "check": "ok", "messages": messages, "output_ids": output_ids, "finish_reason": finish,
+                "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(output_ids)}, **more}
+
+    answer = enc("why") + [profile.ids["think_end"]] + enc("Hello")
+    gen = write_generations(tmp_path / "gen", [
+        row("stop", answer + [profile.stop_id], "stop"),
+        row("cut", answer, "length"),                                   # reconstructed, cut: dropped by default
+        row("cut-engine", answer, "length", ids_source="engine"),        # engine ids: exact, kept
+        row("empty", [], "stop"),                                        # nothing supervised
+        row("no-stop", answer, "stop"),                                  # stopped, but no stop token to learn
+    ])
+    out = tmp_path / "train"
+    assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress"]) == 1
+    records = {r["id"]: r for r in read_training_records(out)}
+    assert sorted(records) == ["cut-engine", "stop"]
+    stop = records["stop"]
+    assert stop["input_ids"][-1] == profile.stop_id and stop["loss_mask"][-1] == 1
+    assert stop["input_ids"][n_prompt - 1] == profile.ids["prompt.think_begin"] and stop["loss_mask"][n_prompt - 1] == 0  # prefilled <think>
+    reasons = {r["id"]: r["reason"] for r in map(json.loads, (out / "left_out.jsonl").read_text().splitlines())}
+    assert "cut at the length limit" in reasons["cut"] and "--length-cut keep" in reasons["cut"]
+    assert "all zero" in reasons["empty"]
+    assert "does not end with the stop token 163586 '<|im_end|>'" in reasons["no-stop"]
+    audit = json.loads((out / "export.json").read_text())["mask_audit"]
+    assert (audit["length_cut_dropped"], audit["length_cut_exact_kept"], audit["all_zero"], audit["stop_missing"]) == (1, 1, 1, 1)
+    err = capsys.readouterr().err
+    assert "loss-mask audit: 5 records; all-zero masks 1; stop token supervised 1/2 stopped (1 without it)" in err
+    assert "1 with engine ids kept, 1 reconstructed dropped, 0 reconstructed kept (--length-cut drop)" in err
+    assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress", "--length-cut", "keep"]) == 1
+    assert sorted(r["id"] for r in read_training_records(out)) == ["cut", "cut-engine", "stop"]
+    assert "0 reconstructed dropped, 1 reconstructed kept (--length-cut keep)" in capsys.readouterr().err
+
+
+def test_loss_mask_audit_reports_history_the_template_re_renders(tmp_path, kimi, capsys):
+    """Kimi K2.5's template drops the reasoning of assistant turns before the last plain answer."""
+    tok, profile = kimi
+    first = {"role": "assistant", "reasoning": "The user greets me.", "content": "Hello!"}
+    history = [{"role": "user", "content": "hi"}, first, {"role": "user", "content": "and now?"}]
+    no_reasoning = [history[0], {"role": "assistant", "content": "Hello!"}, history[2]]
+    rows = []
+    for rid, messages in (("dropped", history), ("kept", no_reasoning)):
+        output = tok.encode_ordinary("ok") + [profile.ids["think_end"]] + tok.encode_ordinary("Now.") + [profile.stop_id]
+        n = len(render_prompt(messages, None, profile, tok))
+        rows.append({"id": rid, "check": "ok", "messages": messages, "output_ids": output, "finish_reason": "stop",
+                     "usage": {"prompt_tokens": n, "completion_tokens": len(output)}})
+    gen = write_generations(tmp_path / "gen", rows)
+    out = tmp_path / "train"
+    assert main(["build", "--in", str(gen), "--out", str(out), "--no-progress"]) == 0
+    records = {r["id"]: r for r in read_training_records(out)}
+    assert sorted(records) == ["dropped", "kept"]  # reported, not left out: the earlier turn is prompt
+    record = records["dropped"]
+    reasoning = tok.encode_ordinary("The user greets me.")
+    prompt = record["input_ids"][: record["prompt_len"]]
+    assert not any(prompt[i:i + len(reasoning)] == reasoning for i in range(len(prompt)))  # the template dropped it
+    assert sum(record["loss_mask"]) == len(rows[0]["output_ids"])  # only the final answer is supervised
+    audit = json.loads((out / "export.json").read_text())["mask_audit"]
+    assert (audit["multi_turn"], audit["history_records"], audit["history_turns"]) == (2, 1, 1)
+    err = capsys.readouterr().err
+    assert "multi-turn 2, of which 1 re-render 1 earlier assistant turn(s) differently" in err
+    assert "generations.jsonl:1 (id 'dropped'): assistant turn(s) messages[1]" in err

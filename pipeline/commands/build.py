@@ -12,13 +12,18 @@ def add_arguments(p):
     p.add_argument("--in", dest="input", required=True, help="golden dataset folder, or a `tokfidelity generate` --out folder")
     p.add_argument("--out", required=True, help="output folder: train.jsonl + export.json (replaced whole on re-run)")
     p.add_argument("--tokenizer", default=None, help="tokenizer spec (default: the input's)")
+    p.add_argument("--keep-prompt-mismatch", action="store_true",
+                   help="export records whose usage.prompt_tokens disagrees with the rendered prompt (default: left out, counted)")
+    p.add_argument("--length-cut", choices=("drop", "keep"), default="drop",
+                   help="reconstructed samples cut at the length limit: drop (default; their tail may be unverifiable) or keep. "
+                        "Samples whose ids came from the engine are exact and always kept")
     p.add_argument("--no-progress", action="store_true")
 
 
 def run(args) -> int:
     from tqdm import tqdm
 
-    from ..stages.export import EXPORT_META_FILE, build_records, open_build_input, write_export
+    from ..stages.export import EXPORT_META_FILE, LEFT_OUT_FILE, build_records, open_build_input, write_export
     from ..core.golden import GoldenError
     from ..core.profiles import ProfileError, bind_profile
     from ..core.tokenizer import TokenizerNotFound, load_tokenizer
@@ -35,7 +40,8 @@ def run(args) -> int:
         return 2
 
     with tqdm(desc="build", unit="sample", file=sys.stderr, disable=args.no_progress, mininterval=0.5) as bar:
-        result = build_records(source, profile, tokenizer, on_progress=bar.update)
+        result = build_records(source, profile, tokenizer, on_progress=bar.update,
+                               keep_prompt_mismatch=args.keep_prompt_mismatch, length_cut=args.length_cut)
 
     if result.prompt_mismatches:
         print(
@@ -59,16 +65,28 @@ def run(args) -> int:
         "samples": len(result.records),
         "left_out": len(result.left_out),
         "prompt_ids_checked": result.prompt_checked,
+        "prompt_checks": result.prompt_checks,
+        "prompt_mismatch_exported": args.keep_prompt_mismatch,
+        "mask_audit": result.audit.as_dict(),
         "tokens": sum(len(r["input_ids"]) for r in result.records),
         "loss_tokens": sum(len(r["input_ids"]) - r["prompt_len"] for r in result.records),
     }
-    path = write_export(args.out, result.records, meta)
+    path = write_export(args.out, result.records, meta, result.left_out_rows)
     print(
         f"tokfidelity build: {meta['samples']} records ({meta['tokens']} tokens, {meta['loss_tokens']} with loss) -> {path}; "
         f"{result.prompt_checked} prompts checked against golden prompt_ids; {len(result.left_out)} samples left out"
-        f" (see {args.out}/{EXPORT_META_FILE})",
+        f" (see {args.out}/{EXPORT_META_FILE} and {LEFT_OUT_FILE})",
         file=sys.stderr,
     )
+    checks = result.prompt_checks
+    print(
+        f"prompt check (rendered prompt vs usage.prompt_tokens): {checks['ok']} ok, {checks['prompt_mismatch']} prompt_mismatch "
+        f"({'exported: --keep-prompt-mismatch' if args.keep_prompt_mismatch else 'left out'}), {checks['unknown']} unknown",
+        file=sys.stderr,
+    )
+    print(result.audit.summary(), file=sys.stderr)
+    for example in result.audit.history_examples:
+        print(f"  re-rendered history {example}", file=sys.stderr)
     for where, why in result.left_out[:10]:
         print(f"  left out {where}: {why}", file=sys.stderr)
     if len(result.left_out) > 10:

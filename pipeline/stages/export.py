@@ -30,6 +30,7 @@ from typing import Any
 from ..core.profiles import Profile
 from ..core.render import RenderError, render_prompt
 from ..core.tokenizer import Tokenizer
+from .record_checks import LENGTH_CUT_MODES, PROMPT_CHECKS, MaskAudit, history_rerendered, prompt_check
 
 __all__ = [
     "training_record",
@@ -42,10 +43,12 @@ __all__ = [
     "read_training_records",
     "TRAIN_FILE",
     "EXPORT_META_FILE",
+    "LEFT_OUT_FILE",
 ]
 
 TRAIN_FILE = "train.jsonl"
 EXPORT_META_FILE = "export.json"
+LEFT_OUT_FILE = "left_out.jsonl"  # one {"where", "id", "reason", "prompt_check"?} per sample not exported
 
 
 def training_record(sample_id: str, prompt_ids: Sequence[int], output_ids: Sequence[int], source: str) -> dict[str, Any]:
@@ -118,8 +121,16 @@ def open_build_input(folder: os.PathLike | str) -> BuildInput:
 class BuildResult:
     records: list[dict[str, Any]] = field(default_factory=list)
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (where, why): flagged or unusable
+    left_out_rows: list[dict[str, Any]] = field(default_factory=list)  # the same, one JSON object each (left_out.jsonl)
     prompt_mismatches: list[tuple[str, str]] = field(default_factory=list)  # (where, diagnosis): fail the build
     prompt_checked: int = 0  # samples whose golden prompt_ids were compared
+    prompt_checks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROMPT_CHECKS, 0))
+    audit: MaskAudit = field(default_factory=MaskAudit)
+
+    def leave_out(self, where: str, sample_id: Any, why: str, **fields: Any) -> None:
+        label = where if sample_id is None else f"{where} (id {sample_id!r})"
+        self.left_out.append((label, why))
+        self.left_out_rows.append({"where": where, "id": sample_id, "reason": why, **fields})
 
 
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
@@ -136,71 +147,135 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
                     yield line_no, ValueError("not valid JSON: nested too deeply")
 
 
-def build_records(source: BuildInput, profile: Profile, tokenizer: Tokenizer, on_progress=None) -> BuildResult:
-    """Training records for every usable sample of ``source``."""
-    result = BuildResult()
-    kind = "capture" if source.kind == "golden" else "reconstruction"
+@dataclass
+class _Sample:
+    """What build needs of one input sample, from either input kind."""
+
+    id: Any
+    messages: Any
+    tools: Any
+    output_ids: Any
+    finish_reason: Any
+    golden_prompt: list[int] | None = None
+    usage: Any = None
+    exact: bool = False  # ids from the engine (a golden capture, or a generate record with ids_source "engine")
+
+
+def _generation_sample(item: Any) -> _Sample | str:
+    """The sample of one generations.jsonl row, or why it cannot be used."""
+    if not isinstance(item, dict):
+        return f"expected a generation record (a JSON object), got {type(item).__name__}"
+    if item.get("check") != "ok":
+        return f"check is {item.get('check')!r}: {item.get('check_detail', '')}"
+    output_ids = item.get("output_ids")
+    if not isinstance(output_ids, list) or not all(type(i) is int for i in output_ids):
+        return "field 'output_ids': expected a list of token ids"
+    return _Sample(item.get("id"), item.get("messages"), item.get("tools"), output_ids, item.get("finish_reason"),
+                   usage=item.get("usage"), exact=item.get("ids_source") == "engine")
+
+
+def _input_samples(source: BuildInput) -> Iterator[tuple[int, Any, _Sample | str | Exception]]:
+    """(line, id or None, sample | why it is unusable | a read error) for every line of the input."""
     if source.kind == "golden":
         from ..core.golden import read_samples
 
-        items = ((s.line, s) for s in read_samples(source.path.parent))  # a GoldenError is an Exception with .line
-    else:
-        items = _rows(source.path)
-    for line, item in items:
+        for s in read_samples(source.path.parent):  # a GoldenError is an Exception with .line
+            if isinstance(s, Exception):
+                yield s.line, None, s
+            else:
+                yield s.line, s.id, _Sample(s.id, s.messages, s.tools, s.output_ids, s.finish_reason, s.prompt_ids, exact=True)
+        return
+    for line, item in _rows(source.path):
+        sample_id = item.get("id") if isinstance(item, dict) else None
+        yield line, sample_id, item if isinstance(item, Exception) else _generation_sample(item)
+
+
+def build_records(
+    source: BuildInput,
+    profile: Profile,
+    tokenizer: Tokenizer,
+    on_progress=None,
+    *,
+    keep_prompt_mismatch: bool = False,
+    length_cut: str = "drop",
+) -> BuildResult:
+    """Training records for every usable sample of ``source``, each with its ``prompt_check``, audited."""
+    if length_cut not in LENGTH_CUT_MODES:
+        raise ValueError(f"length_cut: expected one of {', '.join(LENGTH_CUT_MODES)}, got {length_cut!r}")
+    result = BuildResult(audit=MaskAudit(length_cut=length_cut))
+    kind = "capture" if source.kind == "golden" else "reconstruction"
+    for line, sample_id, sample in _input_samples(source):
         where = f"{source.path}:{line}"
         if on_progress:
             on_progress(1)
-        if isinstance(item, Exception):
-            result.left_out.append((where, str(item)))
-            continue
-        if source.kind == "golden":
-            sample_id, messages, tools, output_ids, golden_prompt = item.id, item.messages, item.tools, item.output_ids, item.prompt_ids
+        if isinstance(sample, Exception):
+            result.leave_out(where, None, str(sample))
+        elif isinstance(sample, str):
+            result.leave_out(where, sample_id, sample)
         else:
-            if not isinstance(item, dict):
-                result.left_out.append((where, f"expected a generation record (a JSON object), got {type(item).__name__}"))
-                continue
-            if item.get("check") != "ok":
-                result.left_out.append((f"{where} (id {item.get('id')!r})", f"check is {item.get('check')!r}: {item.get('check_detail', '')}"))
-                continue
-            sample_id, messages, tools, output_ids, golden_prompt = item.get("id"), item.get("messages"), item.get("tools"), item.get("output_ids"), None
-            if not isinstance(output_ids, list) or not all(type(i) is int for i in output_ids):
-                result.left_out.append((f"{where} (id {sample_id!r})", "field 'output_ids': expected a list of token ids"))
-                continue
-        if output_ids and (min(output_ids) < 0 or max(output_ids) >= tokenizer.n_vocab):
-            bad = sorted({i for i in output_ids if not 0 <= i < tokenizer.n_vocab})
-            result.left_out.append((
-                f"{where} (id {sample_id!r})",
-                f"field 'output_ids': ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{tokenizer.n_vocab - 1})",
-            ))
-            continue
-        if not messages:
-            result.left_out.append((f"{where} (id {sample_id!r})", "field 'messages' missing: the prompt cannot be rendered"))
-            continue
-        try:
-            prompt_ids = render_prompt(messages, tools, profile, tokenizer)
-        except RenderError as e:
-            result.left_out.append((f"{where} (id {sample_id!r})", str(e)))
-            continue
-        if golden_prompt is not None:
-            result.prompt_checked += 1
-            diagnosis = prompt_difference(prompt_ids, golden_prompt, tokenizer)
-            if diagnosis:
-                result.prompt_mismatches.append((f"{where} (id {sample_id!r})", diagnosis))
-                continue
-        result.records.append(training_record(sample_id, prompt_ids, output_ids, kind))
+            _build_one(sample, where, kind, profile, tokenizer, result, keep_prompt_mismatch)
     return result
 
 
-def write_export(out_dir: os.PathLike | str, records: Sequence[dict[str, Any]], meta: dict[str, Any]) -> Path:
-    """Write train.jsonl and export.json, each atomically (a re-run replaces both whole)."""
+def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokenizer: Tokenizer, result: BuildResult,
+               keep_prompt_mismatch: bool) -> None:
+    output_ids = sample.output_ids
+    if output_ids and (min(output_ids) < 0 or max(output_ids) >= tokenizer.n_vocab):
+        bad = sorted({i for i in output_ids if not 0 <= i < tokenizer.n_vocab})
+        result.leave_out(where, sample.id, f"field 'output_ids': ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{tokenizer.n_vocab - 1})")
+        return
+    if not sample.messages:
+        result.leave_out(where, sample.id, "field 'messages' missing: the prompt cannot be rendered")
+        return
+    try:
+        prompt_ids = render_prompt(sample.messages, sample.tools, profile, tokenizer)
+    except RenderError as e:
+        result.leave_out(where, sample.id, str(e))
+        return
+    if sample.golden_prompt is not None:
+        result.prompt_checked += 1
+        diagnosis = prompt_difference(prompt_ids, sample.golden_prompt, tokenizer)
+        if diagnosis:
+            result.prompt_mismatches.append((f"{where} (id {sample.id!r})", diagnosis))
+            return
+        check, detail = "ok", None
+    elif kind == "capture":
+        check, detail = "unknown", "the golden sample records no prompt_ids"
+    else:
+        check, detail = prompt_check(len(prompt_ids), sample.usage)
+    result.prompt_checks[check] += 1
+    if check == "prompt_mismatch" and not keep_prompt_mismatch:
+        result.leave_out(where, sample.id, f"prompt_check is 'prompt_mismatch': {detail} (--keep-prompt-mismatch exports it)",
+                         prompt_check=check)
+        return
+    record = training_record(sample.id, prompt_ids, output_ids, kind)
+    record["prompt_check"] = check
+    why = result.audit.check(record, sample.finish_reason, sample.exact, profile)
+    if why:
+        result.leave_out(where, sample.id, why, prompt_check=check)
+        return
+    has_history = any(isinstance(m, dict) and m.get("role") == "assistant" for m in sample.messages)
+    turns = history_rerendered(sample.messages, sample.tools, prompt_ids, profile, tokenizer, render_prompt) if has_history else []
+    result.audit.note_history(f"{where} (id {sample.id!r})", turns, has_history)
+    result.records.append(record)
+
+
+def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, separators=(",", ":")) + "\n")
+    os.replace(tmp, path)
+
+
+def write_export(out_dir: os.PathLike | str, records: Sequence[dict[str, Any]], meta: dict[str, Any],
+                 left_out: Sequence[dict[str, Any]] = ()) -> Path:
+    """Write train.jsonl, left_out.jsonl and export.json, each atomically (a re-run replaces them whole)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train = out_dir / TRAIN_FILE
-    tmp = train.with_name(train.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, separators=(",", ":")) + "\n")
-    os.replace(tmp, train)
+    _write_jsonl(train, records)
+    _write_jsonl(out_dir / LEFT_OUT_FILE, left_out)
     meta_path = out_dir / EXPORT_META_FILE
     tmp = meta_path.with_name(meta_path.name + ".tmp")
     tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
