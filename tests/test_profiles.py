@@ -26,7 +26,7 @@ def test_thinking_profile_on_a_tokenizer_without_think_tokens_fails_clearly():
 
 
 def test_unknown_profile_lists_known_ones():
-    with pytest.raises(ProfileError, match="known profiles: chatml, kimi-k2, kimi-k2.5"):
+    with pytest.raises(ProfileError, match="known profiles: chatml, deepseek-v3, kimi-k2, kimi-k2.5, qwen3"):
         bind_profile("kimi-k3", load_tokenizer("kimi-k2.5"))
 
 
@@ -51,3 +51,23 @@ def test_tool_call_ids():
 def test_misconfigured_copy_keeps_texts():
     p = bind_profile("kimi-k2.5", load_tokenizer("kimi-k2.5")).with_ids(stop=163533)
     assert p.stop_id == 163533 and p.texts["stop"] == "<|im_end|>"
+
+
+def test_qwen3_ids_and_stop_tokens_come_from_the_tokenizer():
+    p = bind_profile("qwen3", load_tokenizer("qwen3"))
+    assert (p.ids["think_begin"], p.ids["think_end"], p.ids["tool_call_begin"], p.ids["tool_call_end"]) == (151667, 151668, 151657, 151658)
+    assert p.stop_id == 151645 and p.stop_ids == (151645, 151643)
+
+
+def test_deepseek_v3_ids_come_from_the_tokenizer():
+    p = bind_profile("deepseek-v3", load_tokenizer("deepseek-v3"))
+    assert p.stop_ids == (1,)
+    assert [p.ids[r] for r in ("tool_calls_begin", "tool_call_begin", "tool_sep", "tool_call_end", "tool_calls_end")] == [
+        128806, 128808, 128814, 128809, 128807]
+
+
+def test_family_profiles_refuse_the_wrong_tokenizer():
+    with pytest.raises(ProfileError, match=r"encodes to \d+ ids .* not one special id"):
+        bind_profile("qwen3", load_tokenizer("deepseek-v3"))
+    with pytest.raises(ProfileError, match="not one special id"):
+        bind_profile("deepseek-v3", load_tokenizer("qwen3"))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .golden import GoldenError, GoldenSample
-from .profiles import Profile, ProfileError, ProfileSpec, bind_profile, get_profile_spec
+from .profiles import Profile, ProfileError, ProfileSpec, bind_profile, get_profile_spec, marker_texts
 from .tokenizer import Tokenizer
 
 __all__ = ["MarkerCheck", "SpecialTokenCheck", "FinalTokens", "AuditReport", "audit"]
@@ -76,6 +76,7 @@ class FinalTokens:
     finish_reason: str
     expected_id: int | None  # the stop id for "stop"; None for "length" (no stop token expected)
     stop_id: int | None = None  # the profile's stop id
+    stop_ids: tuple[int, ...] = ()  # every stop id of the profile (the main one first)
     total: int = 0
     matching: int = 0
     found: Counter = field(default_factory=Counter)  # final id (None for an empty output) -> count
@@ -205,12 +206,13 @@ def _lookalikes_by_text(markers: list[MarkerCheck]) -> dict[str, list[int]]:
 
 def _final_tokens_line(g: FinalTokens, tok: Tokenizer) -> str:
     if g.expected_id is not None:
-        others = [(i, n) for i, n in g.found.most_common() if i != g.expected_id]
+        others = [(i, n) for i, n in g.found.most_common() if i not in g.stop_ids]
     else:  # cut at the length limit: only a stop token (or nothing at all) is wrong
-        others = [(i, n) for i, n in g.found.most_common() if i is None or i == g.stop_id]
+        others = [(i, n) for i, n in g.found.most_common() if i is None or i in g.stop_ids]
     found = ", ".join(f"{'(empty output)' if i is None else _show(tok, i)} x{n}" for i, n in others[:LIST_LIMIT])
     if g.expected_id is not None:
-        line = f"{g.matching}/{g.total} {g.finish_reason} samples end with {_show(tok, g.expected_id)}"
+        ends = " or ".join(_show(tok, i) for i in g.stop_ids)
+        line = f"{g.matching}/{g.total} {g.finish_reason} samples end with {ends}"
         if others:
             line += f"; the others end with {found}"
     else:
@@ -229,17 +231,17 @@ def _marker_rows(profile: Profile | ProfileSpec | str, tokenizer: Tokenizer) -> 
     """(profile name, [(role, text, configured id)], output marker texts), without raising."""
     if isinstance(profile, Profile):
         roles = [(role, profile.texts[role], profile.ids.get(role)) for role in profile.texts]
-        return profile.name, roles, list(profile.spec.markers.values())
+        return profile.name, roles, [*profile.spec.markers.values(), *profile.spec.extra_stops]
     spec = get_profile_spec(profile) if isinstance(profile, str) else profile
     try:
         bound = bind_profile(spec, tokenizer)
     except ProfileError:
-        texts = {**{f"prompt.{r}": t for r, t in spec.prompt_markers.items()}, **spec.markers}
+        texts = marker_texts(spec)
         rows = []
         for role, text in texts.items():
             ids = tokenizer.encode(text)
             rows.append((role, text, ids[0] if len(ids) == 1 else None))
-        return spec.name, rows, list(spec.markers.values())
+        return spec.name, rows, [*spec.markers.values(), *spec.extra_stops]
     return _marker_rows(bound, tokenizer)
 
 
@@ -298,7 +300,8 @@ def _check_marker(roles, text, configured, tokenizer, output_texts) -> MarkerChe
     )
 
 
-def _final_tokens(samples, stop_id: int | None, tokenizer: Tokenizer, failures: list[str], warnings: list[str]):
+def _final_tokens(samples, stop_ids: tuple, tokenizer: Tokenizer, failures: list[str], warnings: list[str]):
+    stop_id = stop_ids[0] if stop_ids else None
     groups: dict[str, FinalTokens] = {}
     bad_lines: list[str] = []
     for sample in samples:
@@ -310,11 +313,11 @@ def _final_tokens(samples, stop_id: int | None, tokenizer: Tokenizer, failures: 
         reason = "length" if sample.finish_reason == "length" else "stop"
         g = groups.get(reason)
         if g is None:
-            g = groups[reason] = FinalTokens(reason, stop_id if reason == "stop" else None, stop_id)
+            g = groups[reason] = FinalTokens(reason, stop_id if reason == "stop" else None, stop_id, stop_ids)
         last = sample.output_ids[-1] if sample.output_ids else None
         g.total += 1
         g.found[last] += 1
-        good = (last == stop_id) if reason == "stop" else (last is not None and last != stop_id)
+        good = (last in stop_ids) if reason == "stop" else (last is not None and last not in stop_ids)
         if good:
             g.matching += 1
         elif g.first_mismatch is None:
@@ -377,8 +380,8 @@ def audit(
         dup = [i for i, n in Counter(tokenizer.special_tokens.values()).items() if n > 1]
         warnings.append(f"several special-token texts share an id: {dup[:LIST_LIMIT]}")
 
-    stop_id = next((configured for role, _, configured in rows if role == "stop"), None)
-    golden = _final_tokens(samples, stop_id, tokenizer, failures, warnings) if samples is not None else {}
+    stop_ids = tuple(c for role, _, c in rows if c is not None and (role == "stop" or role.startswith("stop.")))
+    golden = _final_tokens(samples, stop_ids, tokenizer, failures, warnings) if samples is not None else {}
 
     # Look-alikes: ordinary tokens inside marker text, and ordinary ids just below the special range.
     with_lookalikes = _lookalikes_by_text(markers)
@@ -399,7 +402,7 @@ def audit(
         ]
         near = candidates[:NEAR_SHOWN]
         of_interest = {c for _, _, c in rows if c is not None} | {
-            i for g in golden.values() for i in g.found if i is not None and i != g.expected_id
+            i for g in golden.values() for i in g.found if i is not None and i not in g.stop_ids
         }
         near += [i for i in candidates[NEAR_SHOWN:] if i in of_interest]
         if near:

@@ -487,10 +487,11 @@ class _Context:
         self.specials = tokenizer.special_ids | (profile.marker_ids if profile is not None else frozenset())
         self.tokenizer = tokenizer
         if profile is not None:
-            stops = {profile.stop_id}
-            canonical = tokenizer.special_tokens.get(profile.texts.get("stop", ""))
-            if canonical is not None:
-                stops.add(canonical)
+            stops = set(profile.stop_ids)
+            for text in profile.spec.stop_texts:
+                canonical = tokenizer.special_tokens.get(text)
+                if canonical is not None:
+                    stops.add(canonical)
             self.stop_ids = frozenset(stops)
         else:
             self.stop_ids = tokenizer.special_ids

@@ -129,17 +129,15 @@ def vocabulary_problems(samples: Iterable[GoldenSample], tokenizer: Tokenizer, l
 
 
 def stop_token_problems(samples: Iterable[GoldenSample], profile: Profile, tokenizer: Tokenizer, limit: int = 10) -> list[str]:
-    """``stop`` samples whose last id is not the profile's stop token (first ``limit``)."""
-    stop = profile.stop_id
+    """``stop`` samples whose last id is none of the profile's stop tokens (first ``limit``)."""
+    stops = profile.stop_ids
+    expected = " or ".join(f"{i} {t!r}" for i, t in zip(stops, profile.spec.stop_texts))
     problems = []
     for s in samples:
-        if s.finish_reason == "stop" and (not s.output_ids or s.output_ids[-1] != stop):
+        if s.finish_reason == "stop" and (not s.output_ids or s.output_ids[-1] not in stops):
             last = s.output_ids[-1] if s.output_ids else None
             found = "no ids" if last is None else f"{last} {tokenizer.token_text(last)!r}" if tokenizer.is_valid_id(last) else str(last)
-            problems.append(
-                f"line {s.line} ({s.id}): finish_reason stop but the last id is {found}, not "
-                f"{stop} {profile.texts['stop']!r}"
-            )
+            problems.append(f"line {s.line} ({s.id}): finish_reason stop but the last id is {found}, not {expected}")
             if len(problems) >= limit:
                 break
     return problems

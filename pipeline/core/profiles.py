@@ -3,105 +3,25 @@
 A profile names the marker texts of a model's assistant turn. Ids are never written here:
 ``bind_profile`` encodes each marker's text through the tokenizer and checks the result
 against the tokenizer's special-token table, so a wrong id cannot be configured by hand.
-Adding a model is adding one ``ProfileSpec`` to ``PROFILES``.
+Each family's specs live in its module under ``pipeline.core.families``; adding a model is a
+``ProfileSpec`` there (marker texts, stop texts, tool-call template as data) plus, when its server
+parses text differently from the ones already restated, one small parse function.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from .families import SPECS
+from .families.spec import OUTPUT_ROLES, ProfileSpec, ToolCallFormat
 from .tokenizer import Tokenizer
 
-__all__ = ["ProfileSpec", "Profile", "ProfileError", "PROFILES", "get_profile_spec", "bind_profile"]
+__all__ = ["ProfileSpec", "ToolCallFormat", "Profile", "ProfileError", "PROFILES", "OUTPUT_ROLES", "get_profile_spec", "bind_profile"]
 
-# Marker roles that structure an assistant output. Prompt-only roles live in ``prompt_markers``.
-OUTPUT_ROLES = (
-    "think_end",
-    "tool_calls_begin",
-    "tool_calls_end",
-    "tool_call_begin",
-    "tool_call_argument_begin",
-    "tool_call_end",
-    "stop",
-)
-
-
-@dataclass(frozen=True)
-class ProfileSpec:
-    name: str
-    default_tokenizer: str  # a hub id; a local folder of the same last name is found first
-    markers: Mapping[str, str]  # role -> marker text, for the output structure (OUTPUT_ROLES)
-    prompt_markers: Mapping[str, str] = field(default_factory=dict)  # roles used when rendering prompts
-    thinking: bool = False  # the output starts inside the reasoning and closes it with think_end
-    tool_call_id_template: str | None = None  # how the model writes a call id, e.g. functions.{name}:{index}
-    tool_call_id_pattern: str | None = None  # regex an API-returned id must match to be used verbatim
-    description: str = ""
-    # Prompt rendering (pipeline.core.render): which turn format, and the system prompt the model's chat
-    # template inserts when a conversation has none (None: it inserts nothing).
-    chat_format: str | None = None
-    chat_default_system: str | None = None
-
-    @property
-    def has_tools(self) -> bool:
-        return "tool_calls_begin" in self.markers
-
-
-_KIMI_TOOL_MARKERS = {
-    "tool_calls_begin": "<|tool_calls_section_begin|>",
-    "tool_calls_end": "<|tool_calls_section_end|>",
-    "tool_call_begin": "<|tool_call_begin|>",
-    "tool_call_argument_begin": "<|tool_call_argument_begin|>",
-    "tool_call_end": "<|tool_call_end|>",
-}
-_KIMI_PROMPT_MARKERS = {
-    "system": "<|im_system|>",
-    "user": "<|im_user|>",
-    "assistant": "<|im_assistant|>",
-    "middle": "<|im_middle|>",
-    "end": "<|im_end|>",
-}
-_KIMI_COMMON = dict(
-    tool_call_id_template="functions.{name}:{index}",
-    tool_call_id_pattern=r"functions\.[^:\s]+:\d+",
-)
-
-PROFILES: dict[str, ProfileSpec] = {
-    spec.name: spec
-    for spec in (
-        ProfileSpec(
-            name="kimi-k2.5",
-            default_tokenizer="moonshotai/Kimi-K2.5",
-            markers={"think_end": "</think>", **_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
-            prompt_markers={**_KIMI_PROMPT_MARKERS, "think_begin": "<think>", "think_end": "</think>"},
-            thinking=True,
-            chat_format="kimi-k2.5",  # as ../shared/tokenizers/kimi-k2.5/chat_template.jinja: no default system
-            description="Kimi K2.5 with thinking: the prompt ends <|im_assistant|>assistant<|im_middle|><think>, "
-            "so the output is reasoning, </think>, content, tool-call section, <|im_end|>.",
-            **_KIMI_COMMON,
-        ),
-        ProfileSpec(
-            name="kimi-k2",
-            default_tokenizer="moonshotai/Kimi-K2-Instruct",
-            markers={**_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
-            prompt_markers=_KIMI_PROMPT_MARKERS,
-            chat_format="kimi-k2",
-            chat_default_system="You are a helpful assistant",  # as kimi-k2/chat_template.jinja
-            description="Kimi K2 Instruct: content, tool-call section, <|im_end|>; no thinking.",
-            **_KIMI_COMMON,
-        ),
-        ProfileSpec(
-            name="chatml",
-            default_tokenizer="HuggingFaceTB/SmolLM2-135M-Instruct",
-            markers={"stop": "<|im_end|>"},
-            prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
-            chat_format="chatml",
-            chat_default_system="You are a helpful AI assistant named SmolLM, trained by Hugging Face",  # SmolLM2's template
-            description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
-        ),
-    )
-}
+PROFILES: dict[str, ProfileSpec] = {spec.name: spec for spec in SPECS}
 
 
 class ProfileError(ValueError):
@@ -129,7 +49,13 @@ class Profile:
 
     @property
     def stop_id(self) -> int:
+        """The stop token reconstruction appends: the first of ``stop_ids``."""
         return self.ids["stop"]
+
+    @functools.cached_property
+    def stop_ids(self) -> tuple[int, ...]:
+        """Every id the engine stops on, the main one first (Qwen3: <|im_end|>, <|endoftext|>)."""
+        return (self.ids["stop"], *(self.ids[f"stop.{n}"] for n in range(2, len(self.spec.stop_texts) + 1)))
 
     @property
     def marker_ids(self) -> frozenset[int]:
@@ -171,6 +97,13 @@ def bind_profile(spec: ProfileSpec | str, tokenizer: Tokenizer) -> Profile:
     """Resolve every marker of a profile to its id through the tokenizer, or raise ProfileError."""
     if isinstance(spec, str):
         spec = get_profile_spec(spec)
-    texts = {**{f"prompt.{r}": t for r, t in spec.prompt_markers.items()}, **spec.markers}
+    texts = marker_texts(spec)
     ids = {role: marker_id(tokenizer, text) for role, text in texts.items()}
     return Profile(spec, ids, texts)
+
+
+def marker_texts(spec: ProfileSpec) -> dict[str, str]:
+    """Every marker role of a spec and its text: prompt roles as ``prompt.ROLE``, further stop tokens
+    as ``stop.2``, ``stop.3``, ..."""
+    extra = {f"stop.{n}": text for n, text in enumerate(spec.extra_stops, 2)}
+    return {**{f"prompt.{r}": t for r, t in spec.prompt_markers.items()}, **spec.markers, **extra}

@@ -1,8 +1,10 @@
 """Text back to ids: rebuild a model's output token ids from one API response.
 
 Text fields are encoded as ordinary text (literal marker text in content stays ordinary
-tokens); the structure between them is inserted as the profile's marker ids. This is the one
-place that decides the layout, and it runs once per sample: keep it free of per-call setup.
+tokens); the structure between them is inserted as the profile's marker ids. The layout is the
+profile's data (``ProfileSpec``: think block, ``think_gap``, the ``ToolCallFormat`` template);
+adjacent pieces of text (a field and the template's literal text) are one run of ordinary text,
+encoded together as the model's tokenizer sees it. It runs once per sample: no per-call setup.
 """
 
 from __future__ import annotations
@@ -24,40 +26,80 @@ class ReconstructionError(ValueError):
         self.field = field
 
 
-def reconstruct_output_ids(response: Any, profile: Profile, tokenizer: Tokenizer) -> list[int]:
-    """The output ids a model emitted for ``response`` (a dict or ApiTurn), stop token included
-    unless the response was cut at the length limit."""
-    turn: ApiTurn = response if type(response) is ApiTurn else parse_response(response)
-    encode = tokenizer.encode_ordinary
-    ids = profile.ids
-    out: list[int] = []
-
-    if profile.spec.thinking:
-        if turn.reasoning:
-            out += encode(turn.reasoning)
-        # Cut while still reasoning: the parser saw no </think>, so there is no content either.
-        if turn.finish_reason != "length" or turn.content or turn.tool_calls:
-            out.append(ids["think_end"])
+def _pieces(turn: ApiTurn, profile: Profile) -> list:
+    """The output as marker ids (int) and runs of text (str), in order."""
+    spec, ids = profile.spec, profile.ids
+    cut = turn.finish_reason == "length"
+    pieces: list = []
+    think_closed = False
+    if spec.thinking:
+        # Kimi K2.5's prompt opens the think block, so it is always there; Qwen3 opens it itself, and a
+        # response without reasoning was generated with thinking off (no think block).
+        if not spec.opens_think or turn.reasoning is not None:
+            if spec.opens_think:
+                pieces.append(ids["think_begin"])
+            if turn.reasoning:
+                pieces.append(turn.reasoning)
+            # Cut while still reasoning: the parser saw no </think>, so there is no content either.
+            if not cut or turn.content or turn.tool_calls:
+                pieces.append(ids["think_end"])
+                think_closed = True
     elif turn.reasoning:
         raise ReconstructionError(
             "reasoning", f"profile {profile.name} has no reasoning section; use a thinking profile (e.g. kimi-k2.5)"
         )
 
-    if turn.content:
-        out += encode(turn.content)
+    content = turn.content or ""
+    fmt = spec.tool_calls
+    if turn.tool_calls:
+        if fmt is None:
+            raise ReconstructionError("tool_calls", f"profile {profile.name} has no tool-call format")
+        if fmt.strips_content:  # the server stripped what the model wrote around the content
+            content = (spec.think_gap if think_closed else "") + content + (fmt.content_separator if content else "")
+    pieces.append(content)
 
     if turn.tool_calls:
-        if not profile.spec.has_tools:
-            raise ReconstructionError("tool_calls", f"profile {profile.name} has no tool-call format")
-        out.append(ids["tool_calls_begin"])
+        section = "tool_calls_begin" in ids
+        if section:
+            pieces.append(ids["tool_calls_begin"])
         for index, call in enumerate(turn.tool_calls):
-            out.append(ids["tool_call_begin"])
-            out += encode(profile.tool_call_id(call.id, call.name, index))
-            out.append(ids["tool_call_argument_begin"])
-            out += encode(call.arguments)
-            out.append(ids["tool_call_end"])
-        out.append(ids["tool_calls_end"])
+            if index:
+                pieces.append(fmt.separator)
+            for part in fmt.call:
+                if part[0] == "@":
+                    pieces.append(ids[part[1:]])
+                elif part == "$arguments":
+                    pieces.append(call.arguments)
+                elif part == "$name":
+                    pieces.append(call.name)
+                elif part == "$id":
+                    pieces.append(profile.tool_call_id(call.id, call.name, index))
+                else:
+                    pieces.append(part)
+        if section:
+            pieces.append(ids["tool_calls_end"])
 
-    if turn.finish_reason != "length":
-        out.append(ids["stop"])
+    if not cut:
+        pieces.append(ids["stop"])
+    return pieces
+
+
+def reconstruct_output_ids(response: Any, profile: Profile, tokenizer: Tokenizer) -> list[int]:
+    """The output ids a model emitted for ``response`` (a dict or ApiTurn), stop token included
+    unless the response was cut at the length limit."""
+    turn: ApiTurn = response if type(response) is ApiTurn else parse_response(response)
+    encode = tokenizer.encode_ordinary
+    out: list[int] = []
+    text: list[str] = []
+    for piece in _pieces(turn, profile):
+        if type(piece) is str:
+            if piece:
+                text.append(piece)
+        else:
+            if text:
+                out += encode(text[0] if len(text) == 1 else "".join(text))
+                text.clear()
+            out.append(piece)
+    if text:
+        out += encode("".join(text))
     return out

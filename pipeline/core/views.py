@@ -20,6 +20,9 @@ Views:
   with INDEX the call's position in this response.
 * ``sglang-legacy``: SGLang before PR #24251: as ``sglang`` but ``.strip()`` on the reasoning
   and on the text after it.
+* ``sglang`` for a family whose spec has ``parse_text`` (Qwen3, DeepSeek-V3): that function,
+  SGLang's parsers for the family restated (``pipeline.core.families.<family>``); tool-call ids are
+  invented by the server (``call_`` and 24 hex digits), as SGLang does for every parser but Kimi's.
 * ``vllm-spaces``: text decoded with vLLM's ``spaces_between_special_tokens=True`` (a space
   between each special token and its neighbours, and before the first output text when the
   prompt ends in a special token), then parsed as ``sglang`` parses it.
@@ -38,7 +41,7 @@ from .tokenizer import Tokenizer
 
 __all__ = ["VIEWS", "api_view", "ViewError"]
 
-VIEWS = ("sglang", "sglang-legacy", "vllm-spaces")
+VIEWS = ("sglang", "sglang-legacy", "vllm-spaces")  # every view name; each profile lists those it has
 
 # SGLang's kimi_k2 detector: a call id must look like [functions.]NAME:INDEX for a name to be known
 # (a bare counter needs the request's tool list to guess the name; views have none and drop it).
@@ -135,6 +138,20 @@ def _split_tool_calls(text: str, parser: _TextParser) -> tuple[str, list[dict]]:
     return text[:section], calls
 
 
+def _family_view(text: str, cut: bool, profile: Profile) -> dict:
+    reasoning, content, calls = profile.spec.parse_text(text, profile.texts)
+    tool_calls = [
+        {"id": f"call_{index:024x}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        for index, (name, arguments) in enumerate(calls)
+    ]
+    return {
+        "reasoning": reasoning or None,
+        "content": content,
+        "tool_calls": tool_calls or None,
+        "finish_reason": "length" if cut else ("tool_calls" if tool_calls else "stop"),
+    }
+
+
 def api_view(
     output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = "sglang"
 ) -> dict:
@@ -144,13 +161,17 @@ def api_view(
     has ``reasoning`` (None when empty), ``content`` (a string, "" when empty), ``tool_calls``
     (None when there are none) and ``finish_reason``: "length" when cut, else "tool_calls" when
     calls were parsed, else "stop"."""
-    if view not in VIEWS:
-        raise ViewError(f"unknown api view {view!r}; known views: {', '.join(VIEWS)}")
+    if view not in profile.spec.views:
+        if view not in VIEWS:
+            raise ViewError(f"unknown api view {view!r}; known views: {', '.join(VIEWS)}")
+        raise ViewError(f"profile {profile.name} has no api view {view!r}; its views: {', '.join(profile.spec.views)}")
     cut = normalize_finish_reason(finish_reason) == "length"
-    parser = _parser_for(profile)
     ids = output_ids
-    if ids and ids[-1] == profile.ids["stop"]:  # the matched stop token is trimmed from the text
+    if ids and ids[-1] in profile.stop_ids:  # the matched stop token is trimmed from the text
         ids = ids[:-1]
+    if profile.spec.parse_text is not None:
+        return _family_view(tokenizer.decode(ids), cut, profile)
+    parser = _parser_for(profile)
     if view == "vllm-spaces":
         text = _decode_with_spaces(ids, tokenizer, parser.leading_space)
     else:

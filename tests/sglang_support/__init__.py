@@ -28,6 +28,11 @@ class SglangMissing(RuntimeError):
 
 def import_sglang_parsers() -> tuple[types.ModuleType, types.ModuleType]:
     """(``sglang.srt.parser.reasoning_parser``, ``sglang.srt.function_call.kimik2_detector``)."""
+    return import_sglang_modules("sglang.srt.parser.reasoning_parser", "sglang.srt.function_call.kimik2_detector")
+
+
+def import_sglang_modules(*names: str) -> tuple[types.ModuleType, ...]:
+    """The named sglang modules, imported with sglang's own code (only its package __init__ skipped)."""
     try:
         version = importlib.metadata.version("sglang")
     except importlib.metadata.PackageNotFoundError:
@@ -43,6 +48,4 @@ def import_sglang_parsers() -> tuple[types.ModuleType, types.ModuleType]:
         package.__spec__ = spec
         package.__file__ = spec.origin
         sys.modules["sglang"] = package
-    reasoning = importlib.import_module("sglang.srt.parser.reasoning_parser")
-    kimik2 = importlib.import_module("sglang.srt.function_call.kimik2_detector")
-    return reasoning, kimik2
+    return tuple(importlib.import_module(name) for name in names)

@@ -1,0 +1,11 @@
+"""The model families tokfidelity knows: each module holds its profiles (and, where its server's
+parsers differ from Kimi's, their restatement). Adding a family is adding its module to this list."""
+
+from __future__ import annotations
+
+from . import deepseek_v3, kimi, qwen3
+from .spec import ProfileSpec, ToolCallFormat
+
+__all__ = ["ProfileSpec", "ToolCallFormat", "SPECS"]
+
+SPECS: tuple[ProfileSpec, ...] = (*kimi.SPECS, *qwen3.SPECS, *deepseek_v3.SPECS)

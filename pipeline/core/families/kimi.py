@@ -1,0 +1,66 @@
+"""Kimi K2 / K2.5 and plain ChatML (SmolLM2): their profiles. Their `sglang` view is SGLang's
+``kimi_k2`` parsers, restated in ``pipeline.core.views`` (the default when a spec has no ``parse_text``)."""
+
+from __future__ import annotations
+
+from .spec import ProfileSpec, ToolCallFormat
+
+_KIMI_TOOL_MARKERS = {
+    "tool_calls_begin": "<|tool_calls_section_begin|>",
+    "tool_calls_end": "<|tool_calls_section_end|>",
+    "tool_call_begin": "<|tool_call_begin|>",
+    "tool_call_argument_begin": "<|tool_call_argument_begin|>",
+    "tool_call_end": "<|tool_call_end|>",
+}
+_KIMI_PROMPT_MARKERS = {
+    "system": "<|im_system|>",
+    "user": "<|im_user|>",
+    "assistant": "<|im_assistant|>",
+    "middle": "<|im_middle|>",
+    "end": "<|im_end|>",
+}
+_KIMI_COMMON = dict(
+    # <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{args}<|tool_call_end|>, inside
+    # <|tool_calls_section_begin|> ... <|tool_calls_section_end|>, nothing between the parts.
+    tool_calls=ToolCallFormat(
+        call=("@tool_call_begin", "$id", "@tool_call_argument_begin", "$arguments", "@tool_call_end"),
+        head_end="tool_call_argument_begin",
+    ),
+    tool_call_id_template="functions.{name}:{index}",
+    tool_call_id_pattern=r"functions\.[^:\s]+:\d+",
+    views=("sglang", "sglang-legacy", "vllm-spaces"),
+)
+
+SPECS = (
+    ProfileSpec(
+        name="kimi-k2.5",
+        default_tokenizer="moonshotai/Kimi-K2.5",
+        markers={"think_end": "</think>", **_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
+        prompt_markers={**_KIMI_PROMPT_MARKERS, "think_begin": "<think>", "think_end": "</think>"},
+        thinking=True,
+        chat_format="kimi-k2.5",  # as ../shared/tokenizers/kimi-k2.5/chat_template.jinja: no default system
+        description="Kimi K2.5 with thinking: the prompt ends <|im_assistant|>assistant<|im_middle|><think>, "
+        "so the output is reasoning, </think>, content, tool-call section, <|im_end|>.",
+        **_KIMI_COMMON,
+    ),
+    ProfileSpec(
+        name="kimi-k2",
+        default_tokenizer="moonshotai/Kimi-K2-Instruct",
+        markers={**_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
+        prompt_markers=_KIMI_PROMPT_MARKERS,
+        chat_format="kimi-k2",
+        chat_default_system="You are a helpful assistant",  # as kimi-k2/chat_template.jinja
+        description="Kimi K2 Instruct: content, tool-call section, <|im_end|>; no thinking.",
+        **_KIMI_COMMON,
+    ),
+    ProfileSpec(
+        name="chatml",
+        default_tokenizer="HuggingFaceTB/SmolLM2-135M-Instruct",
+        markers={"stop": "<|im_end|>"},
+        prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
+        chat_format="chatml",
+        chat_default_system="You are a helpful AI assistant named SmolLM, trained by Hugging Face",  # SmolLM2's template
+        description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
+        views=("sglang", "sglang-legacy", "vllm-spaces"),
+    ),
+)

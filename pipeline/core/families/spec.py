@@ -1,0 +1,90 @@
+"""What a model family is, as data: ``ProfileSpec`` (marker texts, stop tokens, the output layout and
+the tool-call template) and ``ToolCallFormat``.
+
+Ids are never written here: ``pipeline.core.profiles.bind_profile`` encodes each marker text
+through the tokenizer and cross-checks it against the special-token table.
+
+A tool-call template is a tuple of parts: ``"@role"`` is the marker of that role (one id),
+``"$name"``, ``"$arguments"`` and ``"$id"`` are the call's fields, anything else is literal text.
+Adjacent text parts (literal text and fields) are one run of ordinary text, encoded together, as
+the model's tokenizer sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["ProfileSpec", "ToolCallFormat", "OUTPUT_ROLES", "FIELDS"]
+
+# Marker roles that structure an assistant output. Prompt-only roles live in ``prompt_markers``.
+OUTPUT_ROLES = (
+    "think_begin",  # only for models that open their reasoning themselves (Qwen3)
+    "think_end",
+    "tool_calls_begin",
+    "tool_calls_end",
+    "tool_call_begin",
+    "tool_call_argument_begin",
+    "tool_sep",
+    "tool_call_end",
+    "stop",
+)
+FIELDS = ("$name", "$arguments", "$id")
+
+
+@dataclass(frozen=True)
+class ToolCallFormat:
+    """How the model writes its tool calls, and what the server's tool-call parser does to the text
+    around them."""
+
+    call: tuple[str, ...]  # one call: "@role" markers, "$field"s, literal text
+    separator: str = ""  # text the model writes between two calls
+    content_separator: str = ""  # text between non-empty content and the first call
+    # The server's tool-call parser returns content .strip()ped when it finds calls (sglang's qwen25
+    # and deepseekv3 detectors): the model's whitespace around the content is rebuilt from the layout.
+    strips_content: bool = False
+    # The marker that ends the call's head (Kimi's id before <|tool_call_argument_begin|>, DeepSeek's
+    # type before <｜tool▁sep｜>); None when the whole call body is arguments (Qwen3's JSON object).
+    head_end: str | None = None
+
+    def markers(self) -> tuple[str, ...]:
+        return tuple(part[1:] for part in self.call if part.startswith("@"))
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    name: str
+    default_tokenizer: str  # a hub id; a local folder of the same last name is found first
+    markers: Mapping[str, str]  # role -> marker text, for the output structure (OUTPUT_ROLES)
+    prompt_markers: Mapping[str, str] = field(default_factory=dict)  # roles used when rendering prompts
+    # Kimi K2.5: the prompt opens <think>, so the output starts inside the reasoning and closes it with
+    # think_end. Qwen3: the output opens it itself (markers has think_begin); a response with no
+    # reasoning is laid out without a think block (enable_thinking=false).
+    thinking: bool = False
+    think_gap: str = ""  # text the model writes between think_end and the content (Qwen3: "\n\n")
+    tool_calls: ToolCallFormat | None = None
+    extra_stops: tuple[str, ...] = ()  # further stop-token texts the engine stops on (markers["stop"] first)
+    tool_call_id_template: str | None = None  # how the model writes a call id, e.g. functions.{name}:{index}
+    tool_call_id_pattern: str | None = None  # regex an API-returned id must match to be used verbatim
+    description: str = ""
+    # Prompt rendering (pipeline.core.render): which turn format, and the system prompt the model's chat
+    # template inserts when a conversation has none (None: it inserts nothing).
+    chat_format: str | None = None
+    chat_default_system: str | None = None
+    # API views this profile has (pipeline.core.views), and, for a family whose server parsers are not
+    # Kimi's, the function that parses decoded output text as its `sglang` view:
+    # parse(text, texts, cut) -> (reasoning, content, [(name, arguments)]).
+    views: tuple[str, ...] = ("sglang",)
+    parse_text: Callable | None = None
+
+    @property
+    def has_tools(self) -> bool:
+        return self.tool_calls is not None
+
+    @property
+    def stop_texts(self) -> tuple[str, ...]:
+        return (self.markers["stop"], *self.extra_stops)
+
+    @property
+    def opens_think(self) -> bool:
+        return "think_begin" in self.markers
