@@ -148,8 +148,8 @@ def q_args_reserialised_spacing(f, s):
     calls = s["turn"].calls
     args = [json.dumps(json.loads(c.arguments), ensure_ascii=False) for c in calls]
     resp = f.response_for(s, ids, tool_calls=api_tool_calls(calls, arguments=args))
-    return f.record(s, ids, f.stop_reason(), resp, "whitespace: provider re-serialised arguments with json.dumps; "
-                    "only the spacing changed")
+    return f.record(s, ids, f.stop_reason(), resp, "tool-args-json: provider re-serialised arguments with "
+                    "json.dumps; only the spacing changed")
 
 
 def q_legacy_strip(f, s):

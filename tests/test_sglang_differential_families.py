@@ -157,3 +157,64 @@ def test_qwen3_random_outputs_agree_with_sglang(qwen3):
             disagree.append(f"#{n} ({finish}, thinking {thinking}) {tokenizer.decode(ids)!r}\n  view   {got!r}\n  sglang {expected!r}")
     assert not disagree, f"{len(disagree)}/400 disagree:\n" + "\n".join(disagree[:5])
     assert len(kinds) >= 10, f"random outputs too uniform: {sorted(kinds)}"
+
+
+def _deepseek_cases(tokenizer, profile):
+    d = lambda *a, **kw: deepseek_ids(tokenizer, profile, *a, **kw)  # noqa: E731
+    c = deepseek_call
+    return {
+        "plain": (d("Answer."), "stop"),
+        "empty": (d(""), "stop"),
+        "one-call": (d("", [c("get", {"q": 1})]), "stop"),
+        "two-calls": (d("", [c("get", {"q": 1}), c("read_file", {"path": "/tmp/a b"})]), "stop"),
+        "text-before-a-call": (d("  I will check.\n", [c("get", {"q": 1})]), "stop"),
+        "compact-args-reserialised": (d("", [c("get", '{"q":1,"n":[1,2]}')]), "stop"),
+        "non-ascii-args": (d(CJK, [c("查询", {"s": "中文 👍é"}), c("get", '{"e": "\\u00e9"}')]), "stop"),
+        "nested-args": (d("", [c("run-cmd", {"a": {"b": [1, {"c": None}]}, "t": True})]), "stop"),
+        "empty-list-args-become-object": (d("", [c("get", "[]")]), "stop"),
+        "calls-without-newline-between": (d("", [c("get", {"q": 1}), c("get", {"q": 2})], between=""), "stop"),
+        "fence-without-json-tag": (d("c", [c("get", {"q": 1})], fence="\n```\n"), "stop"),
+        "args-not-json": (d("c", [c("get", '{"cut": ')]), "stop"),
+        "cut-in-content": (d(EMOJI, stop=False)[:-3], "length"),
+        "cut-in-call": (d("c", [c("get", {"q": 1}), c("put", {"long": 2})])[:-8], "length"),
+        "cut-after-first-call": (d("c", [c("get", {"q": 1}), c("put", {"long": 2})], section_end=False, stop=False)[:-14], "length"),
+        "literal-section-marker-in-content": (d("Write <｜tool▁calls▁begin｜> first."), "stop"),
+        "code-content": (d(CODE), "stop"),
+        "args-floats": (d("", [c("get", '{"x": 1.50, "y": 1e3}')]), "stop"),
+        "arguments-strings": (d("", [c("get", ARGUMENTS[2])]), "stop"),
+    }
+
+
+def test_deepseek_named_cases_agree_with_sglang(deepseek):
+    tokenizer, profile = deepseek
+    disagree, r = {}, {}
+    for name, (ids, finish) in _deepseek_cases(tokenizer, profile).items():
+        expected = sglang_response(ids, finish, profile, tokenizer, deepseekv3.DeepSeekV3Detector())
+        got = _same_but_ids(api_view(ids, finish, profile, tokenizer, "sglang"))
+        r[name] = expected
+        if got != expected:
+            disagree[name] = (got, expected)
+    assert not disagree, "\n".join(f"{n}: view {g!r}\n   sglang {e!r}" for n, (g, e) in disagree.items())
+    assert r["text-before-a-call"]["content"] == "I will check."
+    assert [t["function"]["name"] for t in r["two-calls"]["tool_calls"]] == ["get", "read_file"]
+    assert r["compact-args-reserialised"]["tool_calls"][0]["function"]["arguments"] == '{"q": 1, "n": [1, 2]}'
+    assert r["empty-list-args-become-object"]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert r["fence-without-json-tag"]["tool_calls"] is None and "<｜tool▁sep｜>" in r["fence-without-json-tag"]["content"]
+    assert r["args-not-json"]["tool_calls"] is None
+    assert len(r["cut-in-call"]["tool_calls"]) == 1
+    assert r["literal-section-marker-in-content"]["content"] == "Write"
+
+
+def test_deepseek_random_outputs_agree_with_sglang(deepseek):
+    tokenizer, profile = deepseek
+    rng = random.Random(20261130)
+    disagree, kinds = [], set()
+    for n in range(400):
+        ids, finish = random_deepseek(tokenizer, profile, rng)
+        expected = sglang_response(ids, finish, profile, tokenizer, deepseekv3.DeepSeekV3Detector())
+        got = _same_but_ids(api_view(ids, finish, profile, tokenizer, "sglang"))
+        kinds.add((bool(expected["content"]), expected["tool_calls"] is None, expected["finish_reason"]))
+        if got != expected:
+            disagree.append(f"#{n} ({finish}) {tokenizer.decode(ids)!r}\n  view   {got!r}\n  sglang {expected!r}")
+    assert not disagree, f"{len(disagree)}/400 disagree:\n" + "\n".join(disagree[:5])
+    assert len(kinds) >= 6, f"random outputs too uniform: {sorted(kinds)}"

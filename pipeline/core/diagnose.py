@@ -79,10 +79,13 @@ ADVICE = {
     MARKER_TEXT: "a special id on one side, ordinary tokens spelling its text on the other: a parser turned marker "
     "text into the marker (or back); encode content as ordinary text and insert markers as ids, and check the API "
     "view (e.g. spaces between special tokens, skip_special_tokens)",
-    WHITESPACE: "the texts differ only in whitespace: the API stripped or added whitespace (e.g. around </think>); "
-    "pick the API view that matches the provider's engine version (sglang vs sglang-legacy)",
-    TOOL_ARGS_JSON: "tool-call arguments changed beyond whitespace: the provider re-serialised the JSON (json.dumps "
-    "with tool_choice required/named, or streaming); request the model's raw arguments or accept by policy",
+    WHITESPACE: "the texts differ only in whitespace outside tool-call arguments: the API stripped or added "
+    "whitespace (around </think>, around the content or the calls); pick the API view that matches the provider's "
+    "engine version (sglang vs sglang-legacy), or take ids from the engine",
+    TOOL_ARGS_JSON: "tool-call arguments differ (json.dumps spacing, escapes, number format): the provider "
+    "re-serialised the JSON (json.loads then json.dumps, as sglang's qwen25/deepseekv3 parsers always do and kimi_k2 "
+    "does with tool_choice required/named or when streaming); the model's exact arguments text is lost: take ids "
+    "from the engine (return_token_ids)",
     TOOL_CALL_ID_CLASS: "a tool-call id differs: the API rebuilt the id (e.g. functions.NAME:INDEX with a per-turn "
     "index instead of the conversation-wide counter); reconstruct the id the way the model wrote it",
     TRUNCATED_UTF8: "the output was cut at the length limit inside a UTF-8 character; the API text ends in U+FFFD "
@@ -558,10 +561,52 @@ class _Context:
         g_text = gb.decode("utf-8", "replace")
         r_text = rb.decode("utf-8", "replace")
         if _strip_ws(g_text) == _strip_ws(r_text):
-            return WHITESPACE
+            # Inside the JSON of tool-call arguments, whitespace is json.dumps spacing: the provider
+            # re-serialised the arguments. Around them (padding a parser drops) it is plain whitespace.
+            return TOOL_ARGS_JSON if self.inside_arguments(gs, ge, gb, rb) else WHITESPACE
         if TOOL_ARGUMENTS in regions:
             return TOOL_ARGS_JSON
         return OTHER
+
+    def inside_arguments(self, start: int, end: int, gb: bytes, rb: bytes) -> bool:
+        """Whether the bytes that differ in golden[start:end] (gb, against the reconstruction's rb; an
+        insertion point when nothing of the golden side differs) lie inside some tool call's arguments,
+        between their first and last non-whitespace byte."""
+        if self.layout is None or not self.layout.tool_calls:
+            return False
+        n = min(len(gb), len(rb))
+        p = 0
+        while p < n and gb[p] == rb[p]:
+            p += 1
+        q = 0
+        while q < n - p and gb[len(gb) - 1 - q] == rb[len(rb) - 1 - q]:
+            q += 1
+        off, data = self.gbytes.offsets, self.gbytes.data
+        lo, hi = off[start] + p, off[end] - q
+        for call in self.layout.tool_calls:
+            span = call.arguments
+            a0, a1 = off[span.start], off[span.end]
+            body = data[a0:a1]
+            core0 = a0 + len(body) - len(body.lstrip())
+            core1 = a1 - (len(body) - len(body.rstrip()))
+            if core0 >= core1:
+                continue
+            if (lo < core1 and hi > core0) if lo < hi else core0 < lo < core1:
+                return True
+        return False
+        off, data = self.gbytes.offsets, self.gbytes.data
+        lo, hi = off[start], off[end]
+        for call in self.layout.tool_calls:
+            span = call.arguments
+            a0, a1 = off[span.start], off[span.end]
+            body = data[a0:a1]
+            core0 = a0 + len(body) - len(body.lstrip())
+            core1 = a1 - (len(body) - len(body.rstrip()))
+            if core0 >= core1:
+                continue
+            if (lo < core1 and hi > core0) if lo < hi else core0 < lo < core1:
+                return True
+        return False
 
 
 def _split_stop(block, ctx: _Context):
