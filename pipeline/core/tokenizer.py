@@ -385,10 +385,13 @@ def _rebuild_gguf_tokenizer(path: Path):
     from tokenizers import pre_tokenizers
     from transformers import AutoTokenizer
 
+    from .model_files import transformers_source
+
     reader = gguf.GGUFReader(str(path))
     field = reader.fields.get("tokenizer.ggml.pre")
     pre = bytes(field.parts[field.data[0]]).decode() if field is not None else ""
-    hf = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    with transformers_source(path) as (folder, kwargs):  # the GGUF alone: nothing beside it is read or run
+        hf = AutoTokenizer.from_pretrained(folder, **kwargs)
     tok = hf.backend_tokenizer
     if pre in _GGUF_DIGIT_SPLIT_PRE:
         # transformers drops llama.cpp's per-digit split for these vocabularies; put it back.

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.model_files import FolderCodeRefused, transformers_source
 from .export import read_training_records
 
 __all__ = ["HiddenStatesResult", "hidden_states_with_transformers", "default_aux_layers", "run_configured_command", "fill_command"]
@@ -75,10 +76,12 @@ def hidden_states_with_transformers(
     if threads:
         torch.set_num_threads(threads)
     path = resolve_model_path(model_spec)
-    folder, kwargs = (str(path.parent), {"gguf_file": path.name}) if path.is_file() else (str(path), {})
     start = time.monotonic()
     try:
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+        with transformers_source(path) as (folder, kwargs):  # a GGUF alone; no model-folder code ever runs
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+    except FolderCodeRefused:
+        raise
     except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf
         raise ValueError(f"{path}: cannot be loaded as a model ({type(e).__name__}: {e})") from None
     vocab = model.get_input_embeddings().weight.shape[0]

@@ -19,6 +19,7 @@ import time
 from functools import cached_property
 from pathlib import Path
 
+from ...core.model_files import FolderCodeRefused, transformers_source
 from ...core.tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
 from ..prompts import Prompt
 from .engine import Capture
@@ -67,13 +68,13 @@ class TransformersEngine:
         self.model_path = resolve_model_path(model)
         if threads:
             torch.set_num_threads(threads)
-        if self.model_path.is_file():  # a GGUF: transformers dequantizes it to fp32
-            folder, kwargs = str(self.model_path.parent), {"gguf_file": self.model_path.name}
-        else:
-            folder, kwargs = str(self.model_path), {}
         try:
-            self._hf_tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)  # only for its chat template
-            self._model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+            # a GGUF (dequantized to fp32) is read alone; a folder asking to run its own code is refused
+            with transformers_source(self.model_path) as (folder, kwargs):
+                self._hf_tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)  # only for its chat template
+                self._model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+        except FolderCodeRefused:
+            raise
         except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf
             raise ValueError(f"{self.model_path}: cannot be loaded as a model ({type(e).__name__}: {e})") from None
         # Encode with our tokenizer: the one the engine is meant to use (see module doc).

