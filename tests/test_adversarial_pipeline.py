@@ -162,3 +162,77 @@ def test_empty_tokenizer_in_a_manifest_is_a_manifest_error(tmp_path, monkeypatch
     assert caught.value.field == "tokenizer" and "empty" in str(caught.value)
     with pytest.raises(TokenizerNotFound, match="empty"):
         load_tokenizer(spec)
+
+
+# --------------------------------------------------------------------------------------------
+# 7. The API key never reaches a record, a file or a message, even echoed in a 200 body
+# --------------------------------------------------------------------------------------------
+KEY = 'sk-or-v1-SECRETCORE/"q\\42'
+KEY_SPELLINGS = ["SECRETCORE", "\\u0053\\u0045\\u0043", "\\u0053\\u0065"]  # raw core, \u-escaped core
+
+
+def _gate_and_prompts(tmp_path, n):
+    from pipeline.core.golden import write_dataset
+    from servers.gates import open_gate
+
+    golden = tmp_path / "golden"
+    write_dataset(golden / "T1_kimi", {"name": "T1_kimi", "profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "test"},
+                  [{"id": "g0", "output_ids": [163607, 163586], "finish_reason": "stop"}])
+    open_gate(golden / "T1_kimi", tmp_path / "state")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": f"question {i}"}]}) + "\n"
+                               for i in range(n)))
+    return golden, prompts
+
+
+def _gen_args(golden, prompts, out, url, *more):
+    return ["generate", "--dataset", "T1", "--golden-dir", str(golden), "--prompts", str(prompts), "--out", str(out),
+            "--base-url", url, "--state-dir", str(Path(out).parent / "state"), "--no-progress", "--retry-base-delay", "0.01", *more]
+
+
+def _unicode_escaped(text: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+@pytest.mark.parametrize("echo", ["raw", "json-escaped", "unicode-escaped", "error-400"])
+def test_api_key_echoed_by_the_server_never_reaches_disk_or_output(tmp_path, monkeypatch, capsys, echo):
+    from pipeline.cli import main
+    from servers.http_server import FaultyServer
+    from servers.kimi_chat import KimiChat
+
+    golden, prompts = _gate_and_prompts(tmp_path, 3)
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    kimi = KimiChat()
+
+    def answer(path, body):
+        auth = server.headers[-1]["Authorization"]  # one request at a time: the header of this request
+        assert auth == f"Bearer {KEY}"
+        status, obj = kimi(path, body)
+        obj["echo"] = {"authorization": auth, auth: "as a key too"}
+        obj["choices"][0]["message"]["content"] += f" (you sent {auth})"
+        if echo == "error-400":
+            return 400, {"error": {"message": f"bad header {auth}"}}
+        data = json.dumps(obj)  # '"' and '\\' in the key are JSON-escaped here
+        if echo == "json-escaped":
+            data = data.replace("/", "\\/")
+        if echo == "unicode-escaped":
+            data = data.replace(json.dumps(auth)[1:-1], _unicode_escaped(auth))
+        return status, data.encode()
+
+    out = tmp_path / "out"
+    with FaultyServer(answer) as server:
+        code = main(_gen_args(golden, prompts, out, server.url, "--concurrency", "1"))
+    assert len(server.requests) == 3
+    output = capsys.readouterr()
+    files = {p.name: p.read_text() for p in out.iterdir()}
+    assert "run.json" in files and "summary.json" in files
+    for where, text in {**files, "stdout": output.out, "stderr": output.err}.items():
+        for spelling in KEY_SPELLINGS:
+            assert spelling not in text, f"the key reached {where}"
+    if echo == "error-400":
+        assert code == 1 and "Bearer ***" in output.err
+    else:
+        records = [json.loads(line) for line in files["generations.jsonl"].splitlines()]
+        assert len(records) == 3
+        assert all(r["response"]["echo"]["authorization"] == "Bearer ***" for r in records)
+        assert all("Bearer ***" in r["response"]["echo"] for r in records)

@@ -81,6 +81,7 @@ def run(args) -> int:
         return code
 
     from ..stages.client import OPENROUTER_BASE_URL
+    from ..stages.secrets import KeyMask
     from ..stages.generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
     from ..stages.prompts import PromptError, read_prompts
     from ..core.golden import GoldenError
@@ -154,7 +155,7 @@ def run(args) -> int:
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
         tmp = run_path.with_name(run_path.name + ".tmp")  # a kill never leaves half a run.json
-        tmp.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(KeyMask(api_key).text(json.dumps(run_info, indent=2) + "\n"), encoding="utf-8")
         os.replace(tmp, run_path)
 
     job = GenerationJob(
@@ -180,7 +181,7 @@ def run(args) -> int:
         bar.close()
         return usage_error(str(e))
     bar.close()
-    write_summary(out_dir, result, run_info)
+    write_summary(out_dir, result, run_info, mask=job.mask)
 
     t = result.totals
     print(
@@ -193,11 +194,11 @@ def run(args) -> int:
     if result.torn_bytes:
         print(f"  cut a torn last line ({result.torn_bytes} bytes) left by an interrupted run; that sample was asked again", file=sys.stderr)
     for sample_id, error in result.failed[:10]:
-        print(f"  failed {sample_id}: {error}", file=sys.stderr)
+        print(f"  failed {sample_id}: {job.mask.text(error)}", file=sys.stderr)
     if len(result.failed) > 10:
         print(f"  ... and {len(result.failed) - 10} more failures", file=sys.stderr)
     if result.stopped_early:
-        print(f"  stopped early: {result.stopped_early}", file=sys.stderr)
+        print(f"  stopped early: {job.mask.text(result.stopped_early)}", file=sys.stderr)
     if t.flagged:
         print(
             f"  {t.flagged} records are flagged (check != ok): their ids are not proven; see 'check_detail' in {RECORDS_FILE}",

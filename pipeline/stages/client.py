@@ -7,7 +7,8 @@ timeouts, refused or dropped connections, and bodies that are not complete JSON 
 the stream). Anything else (400, 401, 404, ...) raises ``ApiError`` at once.
 
 The API key travels only in the ``Authorization`` header: it is never part of an exception
-message, a log line or a returned object (any echo of it in a server's error text is masked).
+message, a log line or a returned object: any echo of it by the server, in an error or in a 200
+body, raw or JSON-escaped, is masked (``pipeline.stages.secrets.KeyMask``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from .secrets import KeyMask
 
 __all__ = ["ChatClient", "ApiError", "RetryPolicy", "ChatResult", "OPENROUTER_BASE_URL"]
 
@@ -130,7 +133,7 @@ class ChatClient:
                 "the API key holds a character that cannot travel in an HTTP header (a control character, "
                 "line break or non-ASCII letter); check the key (it is not shown here)"
             )
-        self._secret = api_key
+        self._key_mask = KeyMask(api_key)
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
@@ -161,7 +164,7 @@ class ChatClient:
             await lane.aclose()
 
     def _mask(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        return self._key_mask.text(text)
 
     async def chat(self, body: dict[str, Any]) -> ChatResult:
         """POST one chat-completions request, retrying transient failures; raise ApiError for good."""
@@ -218,6 +221,7 @@ class ChatClient:
             raise _Transient(f"HTTP {status} with a body that is not complete JSON ({e}): {_snippet(self._mask(response.text))}", status) from None
         if not isinstance(body, dict):
             raise _Transient(f"HTTP {status} with a JSON {type(body).__name__}, not an object", status)
+        body = self._key_mask.obj(body)  # a server echoing the Authorization header never puts the key in a record
         error = body.get("error")
         if error and "choices" not in body:  # OpenRouter reports upstream failures inside a 200 body
             code = error.get("code") if isinstance(error, dict) else None

@@ -29,6 +29,7 @@ from typing import Any
 from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from ..core.profiles import Profile
 from .prompts import Prompt
+from .secrets import KeyMask
 from ..core.reconstruct import ReconstructionError, reconstruct_output_ids
 from ..core.responses import ResponseError, parse_response
 from ..core.tokenizer import Tokenizer
@@ -141,16 +142,17 @@ def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, toke
 class JsonlAppender:
     """Appends whole lines: each record is one ``os.write`` of the complete line on O_APPEND."""
 
-    def __init__(self, path: os.PathLike | str, fsync: bool = False):
+    def __init__(self, path: os.PathLike | str, fsync: bool = False, mask: KeyMask = KeyMask(None)):
         self.path = Path(path)
         self.fsync = fsync
+        self.mask = mask  # the last guard: no line holds the API key, however it got into the record
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: Mapping[str, Any]) -> None:
         try:
-            data = memoryview((json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+            data = memoryview(self.mask.text(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
         except UnicodeEncodeError:  # a lone surrogate ("\ud800" in a prompt or an answer): kept escaped
-            data = memoryview((json.dumps(record, separators=(",", ":")) + "\n").encode())
+            data = memoryview(self.mask.text(json.dumps(record, separators=(",", ":")) + "\n").encode())
         while data:  # a regular file takes it in one call; loop only for the pathological case
             n = os.write(self._fd, data)
             data = data[n:]
@@ -216,6 +218,10 @@ class GenerationJob:
     retry_base_delay: float = 0.5
     fsync: bool = False
 
+    @property
+    def mask(self) -> KeyMask:
+        return KeyMask(self.api_key)
+
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": prompt.messages, **self.request_defaults, **prompt.params}
         if prompt.max_tokens is not None:
@@ -249,7 +255,7 @@ def run_generation(
     result = RunResult(0, len(prompts) - len(todo), [], torn, totals, Totals())
     if not todo:
         return result
-    writer = JsonlAppender(records_path, fsync=job.fsync)
+    writer = JsonlAppender(records_path, fsync=job.fsync, mask=job.mask)
 
     async def main() -> None:
         pending = iter(todo)
@@ -285,7 +291,7 @@ def run_generation(
     return result
 
 
-def write_summary(out_dir: Path, result: RunResult, extra: Mapping[str, Any]) -> Path:
+def write_summary(out_dir: Path, result: RunResult, extra: Mapping[str, Any], mask: KeyMask = KeyMask(None)) -> Path:
     path = out_dir / SUMMARY_FILE
     summary = {**extra, **result.totals.as_dict(), "last_run": {
         "finished": result.finished,
@@ -295,6 +301,6 @@ def write_summary(out_dir: Path, result: RunResult, extra: Mapping[str, Any]) ->
         **{k: v for k, v in result.run_totals.as_dict().items() if k != "samples"},
     }}
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(mask.text(json.dumps(summary, indent=2) + "\n"), encoding="utf-8")
     os.replace(tmp, path)
     return path

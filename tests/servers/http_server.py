@@ -1,7 +1,7 @@
 """A real HTTP server for tests, on 127.0.0.1 and a free port, with faults injected on demand.
 
 ``FaultyServer(answer)`` calls ``answer(path, body) -> (status, obj)`` for each POST and sends ``obj``
-as JSON. Faults queued with ``server.faults.extend([...])`` are used one per request, before any
+as JSON (or as it is, when it is ``bytes``); ``headers`` lists each request's headers. Faults queued with ``server.faults.extend([...])`` are used one per request, before any
 answer: ``"429"`` (Retry-After header from ``retry_after``), ``"500"``, ``"timeout"`` (sleep
 ``hang_seconds`` then close), ``"malformed"`` (200 with broken JSON), ``"truncated"`` (200, half a
 JSON body with an honest Content-Length), ``"cut"`` (Content-Length of the full body, half sent, then
@@ -67,7 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, b'{"error":{"code":500,"message":"upstream exploded"}}')
             return
         status, obj = owner.answer(self.path, body)
-        data = json.dumps(obj).encode()
+        data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()  # bytes: a raw body, sent as given
         if fault == "malformed":
             self._send(200, b'{"choices": [ {"message": nope')
         elif fault == "truncated":
