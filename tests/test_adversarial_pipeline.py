@@ -236,3 +236,42 @@ def test_api_key_echoed_by_the_server_never_reaches_disk_or_output(tmp_path, mon
         assert len(records) == 3
         assert all(r["response"]["echo"]["authorization"] == "Bearer ***" for r in records)
         assert all("Bearer ***" in r["response"]["echo"] for r in records)
+
+
+# --------------------------------------------------------------------------------------------
+# 10. Two generate runs into one --out: the second is refused, naming the holder
+# --------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_two_concurrent_generate_runs_into_one_folder_pay_for_nothing_twice(tmp_path):
+    import socket
+    import time
+
+    from servers.http_server import FaultyServer
+    from servers.kimi_chat import KimiChat
+
+    n = 20
+    golden, prompts = _gate_and_prompts(tmp_path, n)
+    out = tmp_path / "out"
+    cli = [sys.executable, "-m", "pipeline.cli"]
+    with FaultyServer(KimiChat(), delay=0.6) as server:  # 12 s of work: the second run starts well inside it
+        args = cli + _gen_args(golden, prompts, out, server.url, "--concurrency", "1")
+        first = subprocess.Popen(args, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        records = out / "generations.jsonl"
+        deadline = time.monotonic() + 60
+        while not (records.exists() and records.read_bytes().count(b"\n") >= 1):
+            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read()
+            time.sleep(0.02)
+        second = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=120)
+        assert first.poll() is None, "the first run must still be running while the second starts"
+        first_err = first.communicate(timeout=120)[1]
+        assert first.returncode == 0, first_err
+        assert second.returncode == 2
+        message = second.stderr
+        assert f"pid {first.pid}" in message and socket.gethostname() in message and "started 20" in message
+        assert "another --out" in message
+        assert len(server.requests) == n, "a prompt was paid for twice"
+        again = subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=120)  # the lock is gone
+        assert again.returncode == 0, again.stderr
+        assert len(server.requests) == n and f"{n} already done" in again.stderr
+    ids = [json.loads(line)["id"] for line in records.read_text().splitlines()]
+    assert sorted(ids) == sorted(f"p{i}" for i in range(n))

@@ -81,8 +81,6 @@ def run(args) -> int:
         return code
 
     from ..stages.client import OPENROUTER_BASE_URL
-    from ..stages.secrets import KeyMask
-    from ..stages.generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
     from ..stages.prompts import PromptError, read_prompts
     from ..core.golden import GoldenError
     from ..core.profiles import ProfileError, bind_profile
@@ -98,7 +96,7 @@ def run(args) -> int:
         return usage_error(f"set {API_KEY_ENV} in the environment (the key is never written or logged)")
     if args.concurrency < 1:
         return usage_error("--concurrency must be at least 1")
-    from ..stages.client import check_base_url, public_url
+    from ..stages.client import check_base_url
 
     try:
         check_base_url(base_url)
@@ -124,6 +122,24 @@ def run(args) -> int:
         return usage_error(f"{args.prompts}: no usable prompts ({len(bad_prompts)} bad lines)")
     if "openrouter.ai" in base_url:
         defaults.setdefault("usage", {"include": True})  # OpenRouter then reports usage.cost
+
+    from ..stages.folder_lock import FolderBusy, folder_lock
+
+    try:
+        with folder_lock(args.out, "generate"):  # one run at a time per folder: no sample paid for twice
+            return _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts)
+    except FolderBusy as e:
+        return usage_error(str(e))
+
+
+def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts) -> int:
+    from ..stages.client import public_url
+    from ..stages.generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
+    from ..stages.secrets import KeyMask
+
+    def usage_error(message: str) -> int:
+        print(f"tokfidelity generate: {message}", file=sys.stderr)
+        return 2
 
     out_dir = Path(args.out)
     run_info = {
