@@ -275,3 +275,47 @@ def test_two_concurrent_generate_runs_into_one_folder_pay_for_nothing_twice(tmp_
         assert len(server.requests) == n and f"{n} already done" in again.stderr
     ids = [json.loads(line)["id"] for line in records.read_text().splitlines()]
     assert sorted(ids) == sorted(f"p{i}" for i in range(n))
+
+
+# --------------------------------------------------------------------------------------------
+# 11. hidden-states: one distinct file per sample id
+# --------------------------------------------------------------------------------------------
+def test_sample_file_names_are_distinct_for_distinct_ids():
+    from pipeline.stages.gpu_stages import sample_file_name
+
+    ids = ["a/b", "a_b", "a%2Fb", "a b", "a:b", "a\\b", "A_b", ".", "..", "%2E", ".hidden", "é", "e\u0301", "",
+           "x" * 300, "x" * 299 + "y", "\ud800", "../../etc/passwd", "a" * 135 + "~" + "0" * 64]
+    names = [sample_file_name(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    for name in names:
+        assert name and "/" not in name and "\\" not in name and not name.startswith(".") and len(name) <= 200
+    assert sample_file_name("s0") == "s0" and sample_file_name("b3-0042_x.y") == "b3-0042_x.y"  # plain ids keep their names
+
+
+def test_duplicate_ids_are_refused_before_any_file_is_written(tmp_path):
+    from pipeline.stages.gpu_stages import hidden_states_with_transformers
+
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"id": i, "input_ids": [1, 2], "loss_mask": [0, 1]}) + "\n" for i in ("a", "b", "a")))
+    with pytest.raises(ValueError, match="samples 'a' and 'a' would both be written to a.safetensors"):
+        hidden_states_with_transformers(train, str(tmp_path / "no-model-needed"), tmp_path / "hs")
+    assert not (tmp_path / "hs").exists()
+
+
+@pytest.mark.slow
+def test_hidden_states_for_ids_a_slash_b_and_a_underscore_b_writes_two_files(tmp_path):
+    from safetensors import safe_open
+
+    from pipeline.stages.gpu_stages import hidden_states_with_transformers
+
+    train = tmp_path / "train.jsonl"
+    rows = {"a/b": [1, 2, 3], "a_b": [4, 5]}
+    train.write_text("".join(json.dumps({"id": i, "input_ids": ids, "loss_mask": [0] * len(ids)}) + "\n" for i, ids in rows.items()))
+    out = tmp_path / "hs"
+    result = hidden_states_with_transformers(train, SMOLLM2, out, threads=2)
+    assert len(result.written) == 2 and len(set(result.written)) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["a%2Fb.safetensors", "a_b.safetensors"]
+    for sample_id, ids in rows.items():
+        path = next(p for p in result.written if p.name.startswith(sample_id.replace("/", "%2F")))
+        with safe_open(str(path), "pt") as f:
+            assert f.metadata()["id"] == sample_id and f.get_tensor("input_ids").tolist() == ids

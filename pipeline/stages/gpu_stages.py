@@ -5,7 +5,8 @@ trainer:
 
 * ``hidden_states_with_transformers``: a transformers causal LM (a GGUF file, a Hugging Face folder,
   or ``pkg:PACKAGE/FILE``) run forward with ``output_hidden_states=True`` over each record's
-  ``input_ids``. One ``<out>/<id>.safetensors`` per sample with SpecForge's offline EAGLE-3 keys:
+  ``input_ids``. One ``<out>/<name>.safetensors`` per sample (``sample_file_name``: the id, with any
+  byte other than ASCII letters, digits, ``-_.`` written ``%XX``, so distinct ids never share a file), with SpecForge's offline EAGLE-3 keys:
   ``input_ids`` (int64 [seq]), ``loss_mask`` (int64 [seq]), ``hidden_state`` (float32 [seq, hidden]:
   the last layer) and ``aux_hidden_state`` (float32 [seq, 3*hidden]: three layers concatenated, EAGLE-3's
   low/middle/high features, by default decoder layers 1, n/2-1 and n-4). A re-run skips samples whose
@@ -17,9 +18,11 @@ trainer:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
+import string
 import subprocess
 import sys
 import time
@@ -31,7 +34,7 @@ from typing import Any
 from ..core.model_files import FolderCodeRefused, transformers_source
 from .export import read_training_records
 
-__all__ = ["HiddenStatesResult", "hidden_states_with_transformers", "default_aux_layers", "run_configured_command", "fill_command"]
+__all__ = ["HiddenStatesResult", "hidden_states_with_transformers", "sample_file_name", "sample_files", "default_aux_layers", "run_configured_command", "fill_command"]
 
 
 def default_aux_layers(num_layers: int) -> tuple[int, int, int]:
@@ -69,7 +72,8 @@ def hidden_states_with_transformers(
     records = list(read_training_records(train_path))
     if limit is not None:
         records = records[:limit]
-    todo = [r for r in records if not (out_dir / f"{_safe_name(r['id'])}.safetensors").exists()]
+    targets = sample_files(records, out_dir)  # one distinct file per sample, or ValueError before any work
+    todo = [r for r in records if not targets[str(r["id"])].exists()]
     result = HiddenStatesResult(skipped=len(records) - len(todo), model=model_spec)
     if not todo:
         return result
@@ -108,7 +112,7 @@ def hidden_states_with_transformers(
             "hidden_state": states[-1][0].float().contiguous(),
             "aux_hidden_state": torch.cat([states[i + 1][0] for i in layers], dim=-1).float().contiguous(),
         }
-        target = out_dir / f"{_safe_name(record['id'])}.safetensors"
+        target = targets[str(record["id"])]
         tmp = target.with_name(target.name + ".tmp")
         save_file(tensors, str(tmp), metadata={"id": str(record["id"]), "model": model_spec, "aux_layers": json.dumps(layers)})
         os.replace(tmp, target)
@@ -119,8 +123,40 @@ def hidden_states_with_transformers(
     return result
 
 
-def _safe_name(sample_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(sample_id))[:200]
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "-_.")
+_MAX_NAME = 200
+
+
+def sample_file_name(sample_id: str) -> str:
+    """A file name for a sample id, distinct for distinct ids (``a/b`` -> ``a%2Fb``, ``a_b`` -> ``a_b``).
+
+    ASCII letters, digits, ``-``, ``_`` and ``.`` stay; every other UTF-8 byte (``%`` and a leading
+    ``.`` included) is written ``%XX``, so the name decodes back to the id. A name over 200
+    characters keeps its start and ends in ``~`` and the id's sha256 (``~`` appears in no other name)."""
+    raw = str(sample_id).encode("utf-8", "surrogatepass")
+    name = "".join(
+        chr(b) if chr(b) in _NAME_CHARS and not (i == 0 and b == 0x2E) else f"%{b:02X}" for i, b in enumerate(raw)
+    ) or "%"
+    if len(name) > _MAX_NAME:
+        name = name[: _MAX_NAME - 65] + "~" + hashlib.sha256(raw).hexdigest()
+    return name
+
+
+def sample_files(records: Sequence[dict], out_dir: Path) -> dict[str, Path]:
+    """``id -> out_dir/<name>.safetensors`` for every record; ValueError when two records would share a file."""
+    targets: dict[str, Path] = {}
+    owner: dict[str, str] = {}
+    for record in records:
+        sample_id = str(record["id"])
+        name = sample_file_name(sample_id)
+        if name in owner:
+            raise ValueError(
+                f"samples {owner[name]!r} and {sample_id!r} would both be written to {name}.safetensors "
+                "(an id appears twice in the training records): rebuild them with `tokfidelity build`"
+            )
+        owner[name] = sample_id
+        targets[sample_id] = out_dir / f"{name}.safetensors"
+    return targets
 
 
 def fill_command(command: str | Sequence[str], values: dict[str, str]) -> list[str]:
