@@ -517,11 +517,11 @@ class _Context:
         layout = self.layout
         if layout is None:
             return set()
-        if start == end:
+        if start == end:  # an insertion: the regions on either side, and an empty one right there
             idx = [i for i in (start - 1, start) if 0 <= i < len(self.golden)]
-        else:
-            idx = range(start, end)
-        return {layout.region_at(i) for i in idx}
+            empty = {span.kind for span in layout.spans if span.start == span.end == start}
+            return {layout.region_at(i) for i in idx} | empty
+        return {layout.region_at(i) for i in range(start, end)}
 
     def classify(self, gs: int, ge: int, rs: int, re: int) -> str:
         G = self.golden[gs:ge]

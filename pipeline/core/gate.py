@@ -44,7 +44,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
 # The code that decides a verdict: every source file of the verdict core (this package) and of
 # the plugin. Derived from the tree, so a new core module is covered without a list to keep.
 VERDICT_PACKAGES = ("pipeline/core", "pytest_tokfidelity")
-TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers")
+# Libraries a verdict depends on: the tokenizers, and openai-harmony (renders and checks gpt-oss layouts).
+TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers", "openai-harmony")
 
 
 @dataclass(frozen=True)

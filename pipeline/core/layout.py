@@ -75,6 +75,8 @@ def _find(ids: Sequence[int], tokens: tuple, start: int, end: int) -> int:
 
 def split_output(ids: Sequence[int], profile: Profile) -> OutputLayout:
     """Split output ids into regions. Never raises: odd sequences give odd but complete spans."""
+    if profile.spec.own_layout is not None:
+        return profile.spec.own_layout.split(ids, profile)
     layout = OutputLayout()
     spans = layout.spans
     n = len(ids)

@@ -57,6 +57,12 @@ class Profile:
         """Every id the engine stops on, the main one first (Qwen3: <|im_end|>, <|endoftext|>)."""
         return (self.ids["stop"], *(self.ids[f"stop.{n}"] for n in range(2, len(self.spec.stop_texts) + 1)))
 
+    @functools.cached_property
+    def kept_stop_ids(self) -> frozenset[int]:
+        """Stop ids the server leaves in the decoded text (``ProfileSpec.text_keeps_stops``)."""
+        kept = self.spec.text_keeps_stops
+        return frozenset(self.ids[r] for r, t in self.texts.items() if t in kept and (r == "stop" or r.startswith("stop.")))
+
     @property
     def marker_ids(self) -> frozenset[int]:
         return frozenset(self.ids.values())
@@ -99,7 +105,13 @@ def bind_profile(spec: ProfileSpec | str, tokenizer: Tokenizer) -> Profile:
         spec = get_profile_spec(spec)
     texts = marker_texts(spec)
     ids = {role: marker_id(tokenizer, text) for role, text in texts.items()}
-    return Profile(spec, ids, texts)
+    profile = Profile(spec, ids, texts)
+    if spec.own_layout is not None:
+        try:
+            spec.own_layout.bind(profile, tokenizer)
+        except ValueError as e:
+            raise ProfileError(f"profile {spec.name} with tokenizer {tokenizer.name}: {e}") from None
+    return profile
 
 
 def marker_texts(spec: ProfileSpec) -> dict[str, str]:

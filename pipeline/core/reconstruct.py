@@ -88,6 +88,8 @@ def reconstruct_output_ids(response: Any, profile: Profile, tokenizer: Tokenizer
     """The output ids a model emitted for ``response`` (a dict or ApiTurn), stop token included
     unless the response was cut at the length limit."""
     turn: ApiTurn = response if type(response) is ApiTurn else parse_response(response)
+    if profile.spec.own_layout is not None:
+        return profile.spec.own_layout.reconstruct(turn, profile, tokenizer)
     encode = tokenizer.encode_ordinary
     out: list[int] = []
     text: list[str] = []

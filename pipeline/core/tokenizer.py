@@ -231,12 +231,26 @@ def _load_kimi_tiktoken(folder: Path) -> TiktokenTokenizer:
     return TiktokenTokenizer(folder.name, str(folder), files, ranks, specials, pat_str, long_input_cut=True)
 
 
-def _load_openai_tiktoken(path: Path) -> TiktokenTokenizer:
-    """An OpenAI ``*.tiktoken`` file (o200k_base, cl100k_base...), with tiktoken's own pattern."""
+# Encodings that are another encoding's file plus more special tokens (tiktoken's own constructors
+# say which): ``DIR/o200k_harmony`` names gpt-oss's encoding built from ``DIR/o200k_base.tiktoken``.
+DERIVED_TIKTOKEN_ENCODINGS = {"o200k_harmony": "o200k_base"}
+
+
+def _derived_encoding_path(path: Path) -> Path | None:
+    """``DIR/o200k_harmony`` when ``DIR`` holds its base file (``o200k_base.tiktoken``), else None."""
+    base = DERIVED_TIKTOKEN_ENCODINGS.get(path.name)
+    if base is not None and (path.parent / f"{base}.tiktoken").is_file():
+        return path
+    return None
+
+
+def _load_openai_tiktoken(path: Path, encoding_name: str | None = None) -> TiktokenTokenizer:
+    """An OpenAI ``*.tiktoken`` file (o200k_base, cl100k_base...), with tiktoken's own pattern and
+    specials; ``encoding_name`` picks an encoding built on that file (o200k_harmony on o200k_base)."""
     from tiktoken.load import load_tiktoken_bpe
     from tiktoken_ext import openai_public
 
-    encoding_name = path.stem
+    encoding_name = encoding_name or path.stem
     constructor = openai_public.ENCODING_CONSTRUCTORS.get(encoding_name)
     if constructor is None:
         raise ValueError(
@@ -412,6 +426,8 @@ def _read_json(path: Path) -> dict:
 
 
 def _load_path(path: Path) -> Tokenizer:
+    if not path.exists() and _derived_encoding_path(path) is not None:
+        return _load_openai_tiktoken(path.parent / f"{DERIVED_TIKTOKEN_ENCODINGS[path.name]}.tiktoken", path.name)
     if path.is_file():
         if path.suffix == ".gguf":
             return _load_gguf(path)
@@ -436,6 +452,19 @@ def _load_path(path: Path) -> Tokenizer:
         f"{path}: no tokenizer files found (looked for tiktoken.model, tokenizer.json, vocab.json + merges.txt, "
         "one *.tiktoken or one *.gguf)"
     )
+
+
+def _derived_in_root(root: Path, name: str) -> Path | None:
+    """``o200k_harmony`` under a tokenizers root: the folder holding ``o200k_base.tiktoken``, named
+    like the base encoding or its family (``o200k_base``, ``o200k``)."""
+    base = DERIVED_TIKTOKEN_ENCODINGS.get(name)
+    if base is None:
+        return None
+    for folder in dict.fromkeys((base, base.split("_")[0])):
+        found = _derived_encoding_path(root / folder / name)
+        if found is not None:
+            return found
+    return None
 
 
 def _folder_names(spec: str) -> list[str]:
@@ -496,7 +525,7 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
     if spec_str.startswith(PACKAGE_FILE_PREFIX):
         return resolve_package_file(spec_str), tried
     path = Path(spec_str).expanduser()
-    if path.exists():
+    if path.exists() or _derived_encoding_path(path) is not None:
         return path, tried
     tried.append(f"path {path} (does not exist)")
 
@@ -508,6 +537,9 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
             candidate = Path(root).expanduser() / name
             if candidate.is_dir():
                 return candidate, tried
+            derived = _derived_in_root(Path(root).expanduser(), name)
+            if derived is not None:
+                return derived, tried
         tried.append(f"TOKFIDELITY_TOKENIZERS root {root} (no folder named {' or '.join(_folder_names(spec_str))})")
 
     if "/" in spec_str and not spec_str.startswith((".", "/")):

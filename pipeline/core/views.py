@@ -167,7 +167,7 @@ def api_view(
         raise ViewError(f"profile {profile.name} has no api view {view!r}; its views: {', '.join(profile.spec.views)}")
     cut = normalize_finish_reason(finish_reason) == "length"
     ids = output_ids
-    if ids and ids[-1] in profile.stop_ids:  # the matched stop token is trimmed from the text
+    if ids and ids[-1] in profile.stop_ids and ids[-1] not in profile.kept_stop_ids:  # the matched stop is trimmed
         ids = ids[:-1]
     if profile.spec.parse_text is not None:
         return _family_view(tokenizer.decode(ids), cut, profile)

@@ -49,3 +49,10 @@ def import_sglang_modules(*names: str) -> tuple[types.ModuleType, ...]:
         package.__file__ = spec.origin
         sys.modules["sglang"] = package
     return tuple(importlib.import_module(name) for name in names)
+
+
+def import_sglang_gpt_oss() -> tuple[types.ModuleType, ...]:
+    """(``sglang.srt.parser.reasoning_parser``, ``sglang.srt.function_call.gpt_oss_detector``,
+    ``sglang.srt.entrypoints.openai.protocol``): sglang's own gpt-oss parsers and its request types."""
+    return import_sglang_modules("sglang.srt.parser.reasoning_parser", "sglang.srt.function_call.gpt_oss_detector",
+                                 "sglang.srt.entrypoints.openai.protocol")

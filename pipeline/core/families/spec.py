@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["ProfileSpec", "ToolCallFormat", "OUTPUT_ROLES", "FIELDS"]
+__all__ = ["ProfileSpec", "ToolCallFormat", "OwnLayout", "OUTPUT_ROLES", "FIELDS"]
 
 # Marker roles that structure an assistant output. Prompt-only roles live in ``prompt_markers``.
 OUTPUT_ROLES = (
@@ -52,6 +52,16 @@ class ToolCallFormat:
 
 
 @dataclass(frozen=True)
+class OwnLayout:
+    """A family whose output is not one template (gpt-oss: harmony messages rendered by openai-harmony)
+    brings its own functions; the generic layout, reconstruction and split are then not used."""
+
+    bind: Callable  # (profile, tokenizer) -> None: derive and check what the layout needs; raises ValueError
+    reconstruct: Callable  # (ApiTurn, profile, tokenizer) -> output ids
+    split: Callable  # (ids, profile) -> layout.OutputLayout
+
+
+@dataclass(frozen=True)
 class ProfileSpec:
     name: str
     default_tokenizer: str  # a hub id; a local folder of the same last name is found first
@@ -76,6 +86,9 @@ class ProfileSpec:
     # parse(text, texts, cut) -> (reasoning, content, [(name, arguments)]).
     views: tuple[str, ...] = ("sglang",)
     parse_text: Callable | None = None
+    # Stop tokens the server leaves in the decoded text (SGLang keeps gpt-oss's <|call|> for its parser).
+    text_keeps_stops: tuple[str, ...] = ()
+    own_layout: OwnLayout | None = None
 
     @property
     def has_tools(self) -> bool:
