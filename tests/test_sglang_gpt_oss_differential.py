@@ -191,6 +191,7 @@ def test_what_survives_the_api_is_rebuilt_exactly(oss, named_cases):
         ("stopped-on-endoftext", "special-token-id"),  # <|endoftext|> vs the <|return|> rebuilt
         ("cut-inside-emoji", "truncated-utf8"),
         ("empty-args", "tool-args-json"),  # the model wrote no arguments; SGLang returns "{}"
+        ("call-right-after-reasoning", "tool-args-json"),  # compact {"city":"Paris"} re-serialised with spaces
     ],
 )
 def test_what_the_parser_loses_gets_the_right_class(oss, named_cases, case, cls):
