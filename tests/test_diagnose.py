@@ -51,6 +51,7 @@ def test_class_names_are_the_documented_ones():
         "whitespace",
         "tool-args-json",
         "tool-call-id",
+        "dropped-text",
         "truncated-utf8",
         "invalid-utf8",
         "other",

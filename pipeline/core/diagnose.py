@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from .layout import TOOL_ARGUMENTS, TOOL_CALL_ID, split_output
+from .layout import BETWEEN, TOOL_ARGUMENTS, TOOL_CALL_ID, split_output
 from .profiles import Profile
 from .tokenizer import Tokenizer
 
@@ -46,6 +46,7 @@ MARKER_TEXT = "marker-text"
 WHITESPACE = "whitespace"
 TOOL_ARGS_JSON = "tool-args-json"
 TOOL_CALL_ID_CLASS = "tool-call-id"
+DROPPED_TEXT = "dropped-text"
 TRUNCATED_UTF8 = "truncated-utf8"
 INVALID_UTF8 = "invalid-utf8"
 OTHER = "other"
@@ -59,6 +60,7 @@ CLASSES = (
     WHITESPACE,
     TOOL_ARGS_JSON,
     TOOL_CALL_ID_CLASS,
+    DROPPED_TEXT,
     TRUNCATED_UTF8,
     INVALID_UTF8,
     OTHER,
@@ -88,6 +90,10 @@ ADVICE = {
     "from the engine (return_token_ids)",
     TOOL_CALL_ID_CLASS: "a tool-call id differs: the API rebuilt the id (e.g. functions.NAME:INDEX with a per-turn "
     "index instead of the conversation-wide counter); reconstruct the id the way the model wrote it",
+    DROPPED_TEXT: "text outside the tool-call blocks (between or after calls), or a call cut off at the length "
+    "limit, is missing from the response: the server's tool-call parser drops it (sglang's qwen25, deepseekv3 and "
+    "kimi_k2 detectors keep only the content before the first call and the complete calls); the text is lost: "
+    "take ids from the engine",
     TRUNCATED_UTF8: "the output was cut at the length limit inside a UTF-8 character; the API text ends in U+FFFD "
     "and cannot give back the bytes: drop the partial character's tokens or capture ids from the engine",
     INVALID_UTF8: "the model emitted partial UTF-8 bytes inside the text; they decode to U+FFFD and the bytes are "
@@ -490,14 +496,14 @@ class _Context:
         self.specials = tokenizer.special_ids | (profile.marker_ids if profile is not None else frozenset())
         self.tokenizer = tokenizer
         if profile is not None:
-            stops = set(profile.stop_ids)
-            for text in profile.spec.stop_texts:
-                canonical = tokenizer.special_tokens.get(text)
-                if canonical is not None:
-                    stops.add(canonical)
-            self.stop_ids = frozenset(stops)
+            # The stop tokens the model really has (from their texts), and what the profile says.
+            self.real_stops = frozenset(
+                i for i in (tokenizer.special_tokens.get(text) for text in profile.spec.stop_texts) if i is not None
+            )
+            self.stop_ids = self.real_stops | frozenset(profile.stop_ids)
         else:
             self.stop_ids = tokenizer.special_ids
+            self.real_stops = frozenset()
         self.layout = split_output(golden, profile) if profile is not None else None
         ends_with_stop = bool(golden) and golden[-1] in self.stop_ids
         if finish_reason is not None:
@@ -530,6 +536,8 @@ class _Context:
         g_special = Counter(t for t in G if t in specials)
         r_special = Counter(t for t in R if t in specials)
         if len(G) == 1 and len(R) == 1 and (g_special or r_special):
+            if ge == len(self.golden) and re == len(self.recon) and G[0] in self.real_stops and R[0] in self.real_stops:
+                return STOP_TOKEN  # the engine stopped on another of the model's stop tokens than the one rebuilt
             return SPECIAL_TOKEN_ID
         gb = self.gbytes.span(gs, ge)
         rb = self.rbytes.span(rs, re)
@@ -556,6 +564,9 @@ class _Context:
         if self.rbytes.invalid_byte_ranges(rs, re):
             return INVALID_UTF8
         regions = self.regions(gs, ge)
+        r_text_bytes = b"".join(self.tokenizer.token_bytes(t) for t in R if t not in specials)
+        if gb.strip() and not r_text_bytes.strip() and self.dropped_by_parser(gs, ge, regions):
+            return DROPPED_TEXT
         if TOOL_CALL_ID in regions:
             return TOOL_CALL_ID_CLASS
         g_text = gb.decode("utf-8", "replace")
@@ -567,6 +578,15 @@ class _Context:
         if TOOL_ARGUMENTS in regions:
             return TOOL_ARGS_JSON
         return OTHER
+
+    def dropped_by_parser(self, start: int, end: int, regions: set[str]) -> bool:
+        """Whether golden[start:end] holds text between or after tool calls, or the start of a call that
+        never closed (cut at the length limit): what tool-call parsers leave out of a response."""
+        if BETWEEN in regions:
+            return True
+        return self.layout is not None and any(
+            not call.complete and start < call.id.start <= end for call in self.layout.tool_calls
+        )
 
     def inside_arguments(self, start: int, end: int, gb: bytes, rb: bytes) -> bool:
         """Whether the bytes that differ in golden[start:end] (gb, against the reconstruction's rb; an
