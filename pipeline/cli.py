@@ -17,6 +17,7 @@ COMMANDS = {
     "reconstruct": "reconstruct",
     "audit": "audit",
     "gate": "gate",
+    "report": "report",
     "capture": "capture",
     "generate": "generate",
     "build": "build",

@@ -27,6 +27,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="verify a deterministic subset of N samples per dataset (a quick run: no gate record)")
     group.addoption("--tokfidelity-state-dir", default=None, metavar="DIR",
                     help="where gate records go (default: $TOKFIDELITY_STATE_DIR, else .tokfidelity)")
+    group.addoption("--tokfidelity-report", default=None, metavar="DIR",
+                    help="write DIR/results.json and DIR/report.html (a self-contained divergence report)")
     parser.addini("tokfidelity_golden_dir", "folder of golden datasets, relative to the rootdir", default=None)
 
 
@@ -72,6 +74,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly
         raise pytest.UsageError(f"--tokfidelity-dataset: {e}") from None
     config.pluginmanager.register(session, PLUGIN_NAME)
+    if opt.tokfidelity_report:
+        from .results import RESULTS_PLUGIN_NAME, ResultsRecorder
+
+        session.results = ResultsRecorder(session, Path(opt.tokfidelity_report))
+        config.pluginmanager.register(session.results, RESULTS_PLUGIN_NAME)
     if not hasattr(config, "workerinput"):  # the controlling process: summary and gate records
         from .report import RunReport
 

@@ -37,6 +37,8 @@ class RunReport:
         self.lost_workers: list[str] = []
         self.judged_with: dict[str, list[dict[str, str]]] = {}  # dataset -> what xdist workers judged with
         self.summary_lines: list[str] = []
+        self.outcomes: dict[str, dict[str, Any]] = {}  # dataset -> gate note, problems, wall time (for results.json)
+        self.partial: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         path, _, name = report.nodeid.partition("::")
@@ -111,6 +113,10 @@ class RunReport:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             span = tally.get("stop", 0.0) - tally.get("start", 0.0)  # first test start to last test end
             self.summary_lines += self._summary(ds, counts, span or wall, gate_note, problems)
+            self.outcomes[ds.name] = {"gate": gate_note, "problems": problems, "wall": span or wall}
+        self.partial = partial
+        if self.session.results is not None:
+            self.session.results.write(self)
 
     def _rate_problems(self, ds: DatasetRun, counts: dict[str, Any]) -> list[str]:
         problems = []

@@ -96,6 +96,8 @@ def _fallback_manifest(path: Path) -> Manifest | None:
 class DatasetRun:
     """One dataset in one process: its manifest, index, judge and verdicts."""
 
+    explain = None  # (tokenizer, profile) -> the judge's explain callback; set for --tokfidelity-report
+
     def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: str | None):
         self.position = position
         self.dir = path
@@ -164,7 +166,8 @@ class DatasetRun:
             profile = bind_profile(self.manifest.profile, tokenizer)
         except Exception as e:  # noqa: BLE001
             return None, f"{self.dir / 'manifest.json'}: field 'profile': {e}"
-        return Judge(profile, tokenizer, self.view, self.manifest.accept), None
+        explain = self.explain(tokenizer, profile) if self.explain is not None else None
+        return Judge(profile, tokenizer, self.view, self.manifest.accept, explain=explain), None
 
     @property
     def stored(self) -> set[str]:
@@ -304,6 +307,7 @@ class FidelitySession:
         self._pool: Executor | None = None
         self._task = None  # (dataset position, sample positions) -> Judged, run by the pool
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
+        self.results = None  # the ResultsRecorder (results.py) when --tokfidelity-report is given
 
     # -- collection ---------------------------------------------------------------------------
     def sample_cases(self) -> tuple[list[tuple[int, int]], list[str]]:
@@ -425,10 +429,12 @@ class FidelitySession:
         counts["samples"] += 1
         if judge is None:
             counts["bad_input"] += 1
+            self._record(ds, position, None, "bad-input")
             pytest.fail(f"not verified: {why.splitlines()[0]} (see test_manifest[{ds.name}])", pytrace=False)
         verdict = self._verdict(ds, position)
         if isinstance(verdict, BaseException):
             counts["bad_input"] += 1
+            self._record(ds, position, verdict, "bad-input")
             raise verdict
         counts["tokens"] += verdict.n_tokens
         kind = verdict.kind
@@ -437,6 +443,7 @@ class FidelitySession:
             report = verdict.report
             if not report.startswith(str(ds.index.path)):  # the judge knows no file: name it here
                 report = f"{ds.index.path}: {report}"
+            self._record(ds, position, verdict, "bad-input")
             pytest.fail(report, pytrace=False)
         counts["hunks"] += verdict.hunks
         if kind in (EXACT, POLICY):
@@ -445,6 +452,7 @@ class FidelitySession:
                 policy_hunks = counts["policy_hunks_by_class"]
                 for cls, n in verdict.hunks_by_class.items():
                     policy_hunks[cls] = policy_hunks.get(cls, 0) + n
+                self._record(ds, position, verdict, "policy")
             if ds.stored and request.node.name in ds.stored:
                 counts["stale_snapshots"].append(request.node.name)
             return
@@ -452,9 +460,11 @@ class FidelitySession:
         if snapshot == verdict.signature:
             counts["known"] += 1
             bump(counts["known_by_class"], verdict.classes)
+            self._record(ds, position, verdict, "known")
             return
         counts["new"] += 1
         bump(counts["new_by_class"], verdict.classes)
+        self._record(ds, position, verdict, "new")
         stored = request.node.name in ds.stored
         hint = (
             f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
@@ -467,6 +477,10 @@ class FidelitySession:
             f"record it with `pytest --tokfidelity-dataset={ds.name} --snapshot-update`.",
             pytrace=False,
         )
+
+    def _record(self, ds: DatasetRun, position: int, verdict, outcome: str) -> None:
+        if self.results is not None:
+            self.results.record(ds, position, verdict, outcome)
 
     # -- dataset checks -------------------------------------------------------------------------
     def check_dataset(self, name: str, dataset: int) -> None:

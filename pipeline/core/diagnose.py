@@ -37,6 +37,7 @@ __all__ = [
     "Diagnosis",
     "diagnose",
     "divergent_blocks",
+    "token_windows",
 ]
 
 SPECIAL_TOKEN_ID = "special-token-id"
@@ -476,6 +477,14 @@ class _Bytes:
                 )
             )
         return out
+
+
+def token_windows(ids: Sequence[int], tokenizer: Tokenizer, spans: Sequence[tuple[int, int]]) -> list[list[WindowToken]]:
+    """The window a diagnosis shows around ids[lo:hi], for each (lo, hi) span (any hunk, not only
+    the first): WINDOW tokens either side and at most WINDOW_HUNK of the hunk, each token with its
+    text alone, in context, and the context check. The bytes are gathered once for all spans."""
+    data = _Bytes(ids, tokenizer)
+    return [data.window(lo, hi, tokenizer.token_text) for lo, hi in spans]
 
 
 def _strip_ws(text: str) -> str:

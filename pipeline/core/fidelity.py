@@ -7,11 +7,11 @@ sample is the per-sample path, run millions of times: no per-call setup in it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, diagnose
+from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, Diagnosis, diagnose
 from .golden import GoldenError, GoldenSample
 from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_output_ids
@@ -49,6 +49,7 @@ class Verdict:
     hunks_by_class: Mapping[str, int] = field(default_factory=dict)
     signature: Any = None  # Diagnosis.signature(): what a reviewed snapshot stores
     report: str = ""  # the rendered diagnosis, or what is wrong with the input
+    details: Any = None  # what Judge's ``explain`` made of the diagnosis (None without one)
 
 
 def policy_problems(accept: Mapping[str, float]) -> list[str]:
@@ -68,10 +69,16 @@ def policy_problems(accept: Mapping[str, float]) -> list[str]:
 class Judge:
     """Verdicts for one dataset's samples, with everything per-dataset bound once."""
 
-    def __init__(self, profile: Profile, tokenizer: Tokenizer, view: str, accept: Mapping[str, float] | None = None):
+    def __init__(
+        self, profile: Profile, tokenizer: Tokenizer, view: str, accept: Mapping[str, float] | None = None,
+        explain: Callable[[GoldenSample, Diagnosis, str], Any] | None = None,
+    ):
         self.profile = profile
         self.tokenizer = tokenizer
         self.view = view
+        # Called on each diagnosed sample with its verdict kind (e.g. a report's per-sample details,
+        # pipeline.reporting); what it returns travels with the verdict as ``details``.
+        self.explain = explain
         # Only text-preserving classes can be accepted by policy, whatever the manifest says.
         self.accept = {c: r for c, r in (accept or {}).items() if c in TEXT_PRESERVING_CLASSES}
 
@@ -101,16 +108,18 @@ class Judge:
         for hunk in diagnosis.hunks:
             by_class[hunk.cls] = by_class.get(hunk.cls, 0) + 1
         accepted = bool(diagnosis.hunks) and all(h.text_preserving and h.cls in self.accept for h in diagnosis.hunks)
+        kind = POLICY if accepted else DIVERGENT
         return Verdict(
             sample.id,
             sample.line,
-            POLICY if accepted else DIVERGENT,
+            kind,
             len(golden),
             classes=tuple(by_class),
             hunks=len(diagnosis.hunks),
             hunks_by_class=by_class,
             signature=None if accepted else diagnosis.signature(),
             report="" if accepted else diagnosis.render(),
+            details=self.explain(sample, diagnosis, kind) if self.explain is not None else None,
         )
 
 

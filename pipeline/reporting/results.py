@@ -1,0 +1,234 @@
+"""results.json: build one from a run, read one back (checked), merge several (CI shards), write it.
+
+The format is documented in ``schema.py``. Everything here is plain data: the pytest plugin
+gives per-dataset facts and per-sample records, ``tokfidelity report`` reads files back.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .details import DETAIL_LIMIT
+from .schema import SCHEMA, VERDICTS, VERSION, ResultsError, check_document
+
+__all__ = [
+    "dataset_entry", "results_document", "read_results", "merge_results", "write_results",
+    "rates", "dataset_fingerprint", "snapshot_update_command", "gate_state", "SELECTION_REASONS",
+]
+
+# Partial-run reasons that only narrow the selection: shards merged together may cover it all.
+SELECTION_REASONS = ("-k ", "-m ", "--deselect", "--lf", "--tokfidelity-sample")
+_WINDOW_KEYS = ("window", "golden_ids", "rebuilt_ids")
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def dataset_fingerprint(file_hashes: Mapping[str, str]) -> str:
+    """One sha256 over a dataset's files (name and sha256 of each)."""
+    return hashlib.sha256(json.dumps(sorted(file_hashes.items())).encode()).hexdigest()
+
+
+def snapshot_update_command(dataset: str, golden_dir: str | None = None) -> str:
+    cmd = f"pytest --tokfidelity-dataset={dataset}"
+    if golden_dir:
+        cmd += f" --tokfidelity-golden-dir={golden_dir}"
+    return cmd + " --snapshot-update"
+
+
+def gate_state(note: str) -> str:
+    """open | closed | unchanged, from the plugin's gate note."""
+    return "open" if note.startswith("open") else "closed" if note.startswith("closed") else "unchanged"
+
+
+def rates(counts: Mapping[str, Any]) -> dict[str, float]:
+    n, tokens = counts.get("samples", 0), counts.get("tokens", 0)
+    divergent = counts.get("policy", 0) + counts.get("known", 0) + counts.get("new", 0)
+
+    def share(x: int) -> float:
+        return round(x / n, 6) if n else 0.0
+
+    return {
+        "divergent_samples": share(divergent),
+        "known_samples": share(counts.get("known", 0)),
+        "new_samples": share(counts.get("new", 0)),
+        "policy_samples": share(counts.get("policy", 0)),
+        "hunks_per_1k_tokens": round(1000 * counts.get("hunks", 0) / tokens, 6) if tokens else 0.0,
+    }
+
+
+def dataset_entry(
+    *, name: str, counts: Mapping[str, Any], samples_total: int, profile: str | None, tokenizer: str | None,
+    tokenizer_fingerprint: str | None, view: str, golden_files: Mapping[str, str], accept: Mapping[str, float],
+    max_known_divergence_rate: float, gate_note: str, problems: Sequence[str], partial_reasons: Sequence[str],
+    wall_s: float, golden_dir: str | None = None, path: str | None = None,
+) -> dict[str, Any]:
+    counts = {k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}  # stale_snapshots: a count
+    return {
+        "name": name,
+        "path": path,
+        "profile": profile,
+        "tokenizer": tokenizer,
+        "tokenizer_fingerprint": tokenizer_fingerprint,
+        "view": view,
+        "dataset_fingerprint": dataset_fingerprint(golden_files),
+        "golden_files": dict(golden_files),
+        "accept": dict(accept),
+        "max_known_divergence_rate": max_known_divergence_rate,
+        "samples_total": samples_total,
+        "samples_run": counts.get("samples", 0),
+        "counts": counts,
+        "rates": rates(counts),
+        "wall_s": round(wall_s, 3),
+        "gate": {"state": gate_state(gate_note), "notes": [gate_note]},
+        "problems": list(problems),
+        "partial": bool(partial_reasons) or counts.get("samples", 0) < samples_total,
+        "partial_reasons": list(partial_reasons),
+        "snapshot_update": snapshot_update_command(name, golden_dir),
+    }
+
+
+def _sample_order(datasets: Sequence[Mapping[str, Any]]):
+    order = {d["name"]: i for i, d in enumerate(datasets)}
+    return lambda s: (order.get(s["dataset"], len(order)), s.get("line") or 0, s.get("id") or "")
+
+
+def trim_details(samples: list[dict[str, Any]], limit: int = DETAIL_LIMIT) -> None:
+    """Keep token windows for every text-changing sample, and for the first ``limit`` samples of
+    each dataset whose hunks all keep the text (samples come sorted)."""
+    seen: dict[str, int] = {}
+    for s in samples:
+        if not s.get("detail") or not s.get("texts_identical") or not all(h.get("text_preserving") for h in s.get("hunks", ())):
+            continue
+        n = seen[s["dataset"]] = seen.get(s["dataset"], 0) + 1
+        if n > limit:
+            s["detail"] = False
+            for h in s["hunks"]:
+                for key in _WINDOW_KEYS:
+                    h.pop(key, None)
+
+
+def results_document(
+    datasets: list[dict[str, Any]], samples: list[dict[str, Any]], *, command: Sequence[str],
+    partial_reasons: Sequence[str], code: Mapping[str, Any] | None = None, detail_limit: int = DETAIL_LIMIT,
+) -> dict[str, Any]:
+    samples = sorted(samples, key=_sample_order(datasets))
+    trim_details(samples, detail_limit)
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "created": _now(),
+        "command": list(command),
+        "code": dict(code or {}),
+        "partial": bool(partial_reasons) or any(d["partial"] for d in datasets),
+        "partial_reasons": list(partial_reasons),
+        "sources": [],
+        "detail_limit": detail_limit,
+        "datasets": datasets,
+        "samples": samples,
+    }
+
+
+def read_results(path: str | os.PathLike) -> dict[str, Any]:
+    """A results.json, checked against the schema; ResultsError names the file and field."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ResultsError(f"{path}: not JSON: {e}") from None
+    check_document(doc, str(path))
+    return doc
+
+
+def _merge_counts(into: dict[str, Any], other: Mapping[str, Any]) -> None:
+    for key, value in other.items():
+        if isinstance(value, dict):
+            target = into.setdefault(key, {})
+            for k, v in value.items():
+                target[k] = target.get(k, 0) + v
+        else:
+            into[key] = into.get(key, 0) + value
+
+
+def _merge_dataset(into: dict[str, Any], other: Mapping[str, Any], where: str) -> None:
+    for key in ("tokenizer_fingerprint", "dataset_fingerprint", "view", "profile"):
+        if into.get(key) is None:  # a shard that ran none of the dataset's samples never loaded its tokenizer
+            into[key] = other.get(key)
+        elif other.get(key) is not None and into[key] != other[key]:
+            raise ResultsError(
+                f"{where}: dataset {other['name']}: field '{key}' is {other.get(key)!r}, but an earlier file has "
+                f"{into.get(key)!r}: these results come from different data, tokenizers or views and cannot be merged"
+            )
+    _merge_counts(into["counts"], other["counts"])
+    into["samples_run"] += other["samples_run"]
+    if into["samples_run"] > into["samples_total"]:
+        raise ResultsError(
+            f"{where}: dataset {other['name']}: {into['samples_run']} samples run in all, more than its "
+            f"{into['samples_total']}: the files overlap (the same shard twice?)"
+        )
+    into["wall_s"] = round(into["wall_s"] + other["wall_s"], 3)
+    into["gate"]["notes"] += other["gate"]["notes"]
+    into["problems"] += other["problems"]
+    into["partial_reasons"] += [r for r in other["partial_reasons"] if r not in into["partial_reasons"]]
+
+
+def merge_results(docs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One document from several (e.g. CI shards of one run): counts summed, samples joined.
+    A dataset is partial when its shards together ran fewer than all its samples, or any shard
+    stopped for another reason than narrowing the selection."""
+    datasets: dict[str, dict[str, Any]] = {}
+    samples: dict[tuple[str, str], dict[str, Any]] = {}
+    sources, command, code, detail_limit = [], [], {}, DETAIL_LIMIT
+    for where, doc in docs:
+        sources.append(where)
+        command = command or doc["command"]
+        code = code or doc.get("code", {})
+        detail_limit = doc.get("detail_limit", detail_limit)
+        for d in doc["datasets"]:
+            if d["name"] in datasets:
+                _merge_dataset(datasets[d["name"]], d, where)
+            else:
+                datasets[d["name"]] = json.loads(json.dumps(d))
+        for s in doc["samples"]:
+            key = (s["dataset"], s.get("id") or f"line {s.get('line')}")
+            if key in samples:
+                raise ResultsError(f"{where}: sample {key[0]}/{key[1]} is in an earlier file too: the files overlap")
+            samples[key] = s
+    for d in datasets.values():
+        states = sorted({gate_state(n) for n in d["gate"]["notes"]})
+        d["gate"]["state"] = states[0] if len(states) == 1 else "mixed"
+        d["rates"] = rates(d["counts"])
+        others = [r for r in d["partial_reasons"] if not r.startswith(SELECTION_REASONS)]
+        d["partial"] = d["samples_run"] < d["samples_total"] or bool(others)
+    merged = results_document(list(datasets.values()), list(samples.values()), command=command,
+                              partial_reasons=[], code=code, detail_limit=detail_limit)
+    merged["partial"] = any(d["partial"] for d in merged["datasets"])
+    merged["partial_reasons"] = sorted({r for d in merged["datasets"] if d["partial"] for r in d["partial_reasons"]})
+    merged["sources"] = sources
+    return merged
+
+
+def write_results(doc: Mapping[str, Any], out_dir: str | os.PathLike) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.json"
+    tmp = path.with_name(f"results.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def verdict_counts(samples: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    out = dict.fromkeys(VERDICTS, 0)
+    for s in samples:
+        out[s["verdict"]] = out.get(s["verdict"], 0) + 1
+    return out

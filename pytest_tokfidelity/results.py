@@ -1,0 +1,117 @@
+"""``--tokfidelity-report=DIR``: results.json and report.html from a fidelity run.
+
+``ResultsRecorder`` is registered in every process that runs tests when a report is asked for.
+It gives each dataset's judge the report's ``explain`` callback (``pipeline.reporting.details``),
+so that per-sample details are made where the diagnosis is (judging processes or threads), and
+keeps one record per non-exact sample as the sample's test decides its outcome. An xdist worker
+sends its records to the controller with its counts (``workeroutput``); the controller, once the
+run's summary and gate records are done, writes DIR/results.json and DIR/report.html.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["ResultsRecorder", "RESULTS_PLUGIN_NAME", "WORKER_RESULTS_KEY"]
+
+RESULTS_PLUGIN_NAME = "tokfidelity-results"
+WORKER_RESULTS_KEY = "tokfidelity_results"  # a worker's sample records, sent to the controller
+
+
+def _explainer(tokenizer, profile):
+    from pipeline.reporting.details import SampleDetails
+
+    return SampleDetails(tokenizer, profile)
+
+
+class ResultsRecorder:
+    """Per-process: sample records. On the controller: merging and writing the report."""
+
+    def __init__(self, session, out_dir: Path):
+        self.session = session
+        self.config = session.config
+        self.out_dir = out_dir
+        self.samples: list[dict[str, Any]] = []
+        self.written: list[Path] = []
+        self.error: str | None = None
+        for ds in session.datasets:
+            ds.explain = _explainer  # DatasetRun builds its Judge with explain=ds.explain(tokenizer, profile)
+
+    # -- every process: one record per non-exact sample ---------------------------------------
+    def record(self, ds, position: int, verdict: Any, outcome: str) -> None:
+        """``outcome``: new | known | policy | bad-input; ``verdict``: a Verdict, an exception or None."""
+        details = getattr(verdict, "details", None)
+        if details is None:
+            rec: dict[str, Any] = {"id": getattr(verdict, "sample_id", "") or ds.index.name(position),
+                                   "line": getattr(verdict, "line", None)}
+        else:
+            rec = dict(details)
+            if outcome == "new" and not rec.get("detail"):  # a failure is always shown in full
+                rec = self._full_details(ds, position) or rec
+        rec["dataset"] = ds.name
+        rec["verdict"] = outcome
+        if outcome != "policy":
+            rec["report"] = getattr(verdict, "report", "") or (str(verdict) if verdict is not None else "not verified")
+        self.samples.append(rec)
+
+    def _full_details(self, ds, position: int) -> dict[str, Any] | None:
+        from pipeline.core.fidelity import Judge
+
+        judge, _ = ds.setup()
+        explain = getattr(judge, "explain", None)
+        if explain is None:
+            return None
+        again = Judge(judge.profile, judge.tokenizer, judge.view, judge.accept, explain=functools.partial(explain, force=True))
+        return getattr(again(ds.index.read(position, ds.fd)), "details", None)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput"):
+            self.config.workeroutput[WORKER_RESULTS_KEY] = self.samples
+
+    # -- the controller --------------------------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        output = getattr(node, "workeroutput", {}) or {}
+        self.samples.extend(output.get(WORKER_RESULTS_KEY, []))
+
+    def write(self, run_report) -> None:
+        """Called by the controller's RunReport once gate records are written."""
+        from pipeline.core import gate
+        from pipeline.reporting.html import write_report
+        from pipeline.reporting.results import dataset_entry, dataset_fingerprint, results_document, write_results
+
+        datasets = []
+        for ds in self.session.datasets:
+            outcome = run_report.outcomes.get(ds.name, {})
+            facts = (run_report.judged_with.get(ds.name) or [None])[0] or ds.judged_with() or {}
+            manifest = ds.manifest
+            datasets.append(dataset_entry(
+                name=ds.name, counts=run_report.counts[ds.name], samples_total=len(ds.index),
+                profile=facts.get("profile") or (manifest.profile if manifest else None), tokenizer=ds.tokenizer_spec,
+                tokenizer_fingerprint=facts.get("fingerprint"), view=ds.view, golden_files=gate.golden_file_hashes(ds.dir),
+                accept=manifest.accept if manifest else {},
+                max_known_divergence_rate=manifest.max_known_divergence_rate if manifest else 0.0,
+                gate_note=outcome.get("gate", "record unchanged"), problems=outcome.get("problems", []),
+                partial_reasons=run_report.partial, wall_s=outcome.get("wall", 0.0),
+                golden_dir=self.config.option.tokfidelity_golden_dir, path=str(ds.dir),
+            ))
+        libraries = gate.library_versions()  # the fingerprint as gate records compute it
+        fingerprint = dataset_fingerprint({**gate.code_file_hashes(), **{f"lib:{k}": v for k, v in libraries.items()}})
+        code = {"fingerprint": fingerprint, "libraries": libraries}
+        doc = results_document(datasets, self.samples, command=list(self.config.invocation_params.args),
+                               partial_reasons=run_report.partial, code=code)
+        try:
+            self.written = [write_results(doc, self.out_dir), write_report(doc, self.out_dir)]
+        except OSError as e:
+            self.error = f"--tokfidelity-report: cannot write to {self.out_dir}: {e.strerror or e}"
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.error:
+            terminalreporter.write_line(self.error, red=True)
+        elif self.written:
+            terminalreporter.write_line("tokfidelity report: " + ", ".join(str(p) for p in self.written))
