@@ -96,7 +96,7 @@ class Judge:
             where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"
             return Verdict(
                 sample.id, sample.line, BAD_INPUT, len(golden),
-                report=f"{sample.id}: line {sample.line}: field {where!r}: {str(e).split(': ', 1)[-1]}",
+                report=f"{sample.id}: line {sample.line}: field {where!r}: {e.message}",
             )
         if rebuilt == golden:
             return Verdict(sample.id, sample.line, EXACT, len(golden))

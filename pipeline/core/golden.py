@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import TokfidelityError
 from .jsonl import read_records
 from .responses import ResponseError, normalize_finish_reason
 
@@ -34,17 +35,11 @@ MANIFEST_FILE = "manifest.json"
 SAMPLES_FILE = "samples.jsonl"
 
 
-class GoldenError(ValueError):
+class GoldenError(TokfidelityError, ValueError):
     """Bad golden data. Says which file, line (1-based, 0 for a whole file) and field, and what to do."""
 
     def __init__(self, path: os.PathLike | str, line: int, field: str | None, message: str):
-        self.path = Path(path)
-        self.line = line
-        self.field = field
-        self.message = message
-        where = f"{self.path}:{line}" if line else str(self.path)
-        what = f" field {field!r}:" if field else ""
-        super().__init__(f"{where}:{what} {message}")
+        super().__init__(message, path=path, line=line, field=field)
 
 
 @dataclass(frozen=True)
@@ -176,7 +171,7 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
     try:
         finish = normalize_finish_reason(obj["finish_reason"])
     except ResponseError as e:
-        raise GoldenError(path, line, "finish_reason", str(e).split(": ", 1)[1]) from None
+        raise GoldenError(path, line, "finish_reason", e.message) from None
     if finish == "tool_calls":  # engines report a stop token for tool-call turns; keep one vocabulary
         finish = "stop"
     prompt_ids = obj.get("prompt_ids")

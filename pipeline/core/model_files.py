@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import TokfidelityError
+
 __all__ = ["NO_REMOTE_CODE", "FolderCodeRefused", "gguf_alone", "refuse_folder_code", "transformers_source"]
 
 NO_REMOTE_CODE = {"trust_remote_code": False}
@@ -29,7 +31,7 @@ NO_REMOTE_CODE = {"trust_remote_code": False}
 _CONFIG_FILES = ("config.json", "tokenizer_config.json", "processor_config.json", "preprocessor_config.json")
 
 
-class FolderCodeRefused(ValueError):
+class FolderCodeRefused(TokfidelityError, ValueError):
     """A model folder asks to run its own Python code; it never runs."""
 
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .errors import TokfidelityError
 from .families import SPECS
 from .families.spec import OUTPUT_ROLES, ProfileSpec, ToolCallFormat
 from .tokenizer import Tokenizer
@@ -24,7 +25,7 @@ __all__ = ["ProfileSpec", "ToolCallFormat", "Profile", "ProfileError", "PROFILES
 PROFILES: dict[str, ProfileSpec] = {spec.name: spec for spec in SPECS}
 
 
-class ProfileError(ValueError):
+class ProfileError(TokfidelityError, ValueError):
     """A profile does not fit its tokenizer (a marker is not exactly one special id)."""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import TokfidelityError
 from .profiles import Profile
 from .responses import ApiTurn, parse_response
 from .tokenizer import Tokenizer
@@ -18,12 +19,11 @@ from .tokenizer import Tokenizer
 __all__ = ["reconstruct_output_ids", "ReconstructionError"]
 
 
-class ReconstructionError(ValueError):
+class ReconstructionError(TokfidelityError, ValueError):
     """The response cannot be laid out in this profile's format (e.g. reasoning for a non-thinking model)."""
 
     def __init__(self, field: str, message: str):
-        super().__init__(f"field {field!r}: {message}")
-        self.field = field
+        super().__init__(message, field=field)
 
 
 def _pieces(turn: ApiTurn, profile: Profile) -> list:

@@ -26,18 +26,18 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .errors import TokfidelityError
 from .profiles import Profile
 from .tokenizer import Tokenizer
 
 __all__ = ["RenderError", "render_text", "render_prompt", "FORMATS"]
 
 
-class RenderError(ValueError):
+class RenderError(TokfidelityError, ValueError):
     """A conversation this format cannot render; ``field`` names the message and field."""
 
     def __init__(self, field: str, message: str):
-        super().__init__(f"field {field!r}: {message}")
-        self.field = field
+        super().__init__(message, field=field)
 
 
 def _deep_sort(value: Any) -> Any:

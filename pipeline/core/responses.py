@@ -6,18 +6,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import TokfidelityError
+
 __all__ = ["ToolCall", "ApiTurn", "ResponseError", "parse_response", "normalize_finish_reason"]
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
 _TEXT_FIELDS = ("content", "reasoning", "reasoning_content", "reasoning_details", "tool_calls")  # a message has one at least
 
 
-class ResponseError(ValueError):
+class ResponseError(TokfidelityError, ValueError):
     """A response lacks a field or has one of the wrong type. ``field`` names it (dotted path)."""
 
     def __init__(self, field: str, message: str):
-        super().__init__(f"field {field!r}: {message}")
-        self.field = field
+        super().__init__(message, field=field)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .errors import TokfidelityError
+
 __all__ = [
     "Tokenizer",
     "TokenizerNotFound",
@@ -57,7 +59,7 @@ TOKENIZER_FILES = (
 )
 
 
-class TokenizerNotFound(FileNotFoundError):
+class TokenizerNotFound(TokfidelityError, FileNotFoundError):
     """No tokenizer could be found; the message lists every place that was tried."""
 
 

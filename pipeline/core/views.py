@@ -35,6 +35,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from .errors import TokfidelityError
 from .profiles import Profile
 from .responses import normalize_finish_reason
 from .tokenizer import Tokenizer
@@ -48,7 +49,7 @@ VIEWS = ("sglang", "sglang-legacy", "vllm-spaces")  # every view name; each prof
 _TOOL_CALL_ID = re.compile(r"^(?:functions\.)?(?P<name>[\w.\-]+):(?P<index>\d+)$")
 
 
-class ViewError(ValueError):
+class ViewError(TokfidelityError, ValueError):
     """An unknown view name."""
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from ..core.errors import TokfidelityError
 from .secrets import KeyMask
 
 __all__ = ["ChatClient", "ApiError", "RetryPolicy", "ChatResult", "OPENROUTER_BASE_URL"]
@@ -32,7 +33,7 @@ LANE_SIZE = 8  # connections per httpx pool
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
 
-class ApiError(RuntimeError):
+class ApiError(TokfidelityError, RuntimeError):
     """A request failed for good: a non-retryable status, or retries exhausted.
     ``status`` is the last HTTP status (None for a transport failure); ``attempts`` how many were made."""
 

@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..core.errors import TokfidelityError
+
 __all__ = ["FolderBusy", "folder_lock", "LOCK_FILE"]
 
 LOCK_FILE = ".tokfidelity.lock"
 
 
-class FolderBusy(RuntimeError):
+class FolderBusy(TokfidelityError, RuntimeError):
     """Another process holds the folder's lock."""
 
     def __init__(self, folder: Path, holder: dict):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import TokfidelityError
 from ..core.jsonl import read_records
 
 __all__ = ["Prompt", "PromptError", "parse_prompt", "read_prompts"]
@@ -34,13 +35,11 @@ class Prompt:
     params: Mapping[str, Any] = field(default_factory=dict)  # further request fields (temperature, ...)
 
 
-class PromptError(ValueError):
+class PromptError(TokfidelityError, ValueError):
     """A prompts-file line is unusable; names the file, line and field."""
 
     def __init__(self, path: os.PathLike | str, line: int, field: str | None, message: str):
-        self.path, self.line, self.field = Path(path), line, field
-        where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}:{f' field {field!r}:' if field else ''} {message}")
+        super().__init__(message, path=path, line=line, field=field)
 
 
 def parse_prompt(obj: Any, path: os.PathLike | str = "<prompts>", line: int = 0) -> Prompt:

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from ...core.errors import TokfidelityError
 from ..client import RETRY_STATUS, RetryPolicy, retry_after_seconds
 from ...core.profiles import Profile
 from ...core.render import render_prompt
@@ -36,7 +37,7 @@ DEFAULT_MAX_NEW_TOKENS = 4096
 _SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "seed", "frequency_penalty", "presence_penalty", "repetition_penalty")
 
 
-class SGLangError(RuntimeError):
+class SGLangError(TokfidelityError, RuntimeError):
     """The SGLang server refused a request or answered something that is not a capture."""
 
 
