@@ -96,7 +96,8 @@ def api_tool_calls(calls: list[Call], *, ids: list[str] | None = None, arguments
     ]
 
 
-def chat_response(reasoning, content, tool_calls, finish_reason, completion_tokens, *, reasoning_key="reasoning_content"):
+def chat_response(reasoning, content, tool_calls, finish_reason, completion_tokens, *, reasoning_key="reasoning_content",
+                  model="moonshotai/kimi-k2.5"):
     """A recorded non-streaming chat-completions body, as an OpenAI-compatible provider returns it."""
     message = {"role": "assistant", "content": content}
     if reasoning is not None:
@@ -105,7 +106,7 @@ def chat_response(reasoning, content, tool_calls, finish_reason, completion_toke
         message["tool_calls"] = tool_calls
     return {
         "object": "chat.completion",
-        "model": "moonshotai/kimi-k2.5",
+        "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
         "usage": {"completion_tokens": completion_tokens},
     }
