@@ -64,6 +64,11 @@ class Profile:
         kept = self.spec.text_keeps_stops
         return frozenset(self.ids[r] for r, t in self.texts.items() if t in kept and (r == "stop" or r.startswith("stop.")))
 
+    @functools.cached_property
+    def texts_key(self) -> tuple[tuple[str, str], ...]:
+        """The marker texts as a hashable key (role, text), sorted: for caches of what depends on them."""
+        return tuple(sorted(self.texts.items()))
+
     @property
     def marker_ids(self) -> frozenset[int]:
         return frozenset(self.ids.values())

@@ -80,12 +80,7 @@ def _parser(texts: tuple[tuple[str, str], ...], thinking: bool) -> _TextParser:
 
 
 def _parser_for(profile: Profile) -> _TextParser:
-    # Cache on the profile object itself: the per-call cost is one attribute lookup.
-    parser = profile.__dict__.get("_view_parser")
-    if parser is None:
-        parser = _parser(tuple(sorted(profile.texts.items())), profile.spec.thinking)
-        object.__setattr__(profile, "_view_parser", parser)
-    return parser
+    return _parser(profile.texts_key, profile.spec.thinking)  # the key is computed once per profile
 
 
 def _decode_with_spaces(ids: Sequence[int], tokenizer: Tokenizer, leading_space: bool) -> str:

@@ -1,0 +1,93 @@
+"""The interface every tokenizer answers, and the byte table behind its bytes and decoding."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import TokfidelityError
+
+__all__ = ["Tokenizer", "TokenizerNotFound", "read_json"]
+
+
+class TokenizerNotFound(TokfidelityError, FileNotFoundError):
+    """No tokenizer could be found; the message lists every place that was tried."""
+
+
+class Tokenizer:
+    """A loaded tokenizer. Subclasses fill in the encoders and the byte table (``_bytes``: id -> the
+    token's raw bytes, a special token's text as UTF-8); bytes and decoding are answered here from it."""
+
+    name: str
+    source: str
+    files: tuple[Path, ...]
+    n_vocab: int
+    special_tokens: Mapping[str, int]  # text -> id: the added/special-token table
+    special_ids: frozenset[int]
+
+    def __init__(self, name: str, source: str, files: Sequence[Path], special_tokens: Mapping[str, int]):
+        self._bytes: list[bytes] = []  # id -> the token's raw bytes; each backend fills it once at load
+        self.name = name
+        self.source = source
+        self.files = tuple(files)
+        self.special_tokens = dict(special_tokens)
+        self.special_ids = frozenset(self.special_tokens.values())
+        self.special_text = {i: t for t, i in self.special_tokens.items()}
+
+    # -- primitives -------------------------------------------------------------------------
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode as ordinary text: literal marker text stays ordinary tokens."""
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        """Encode as the model's own tokenizer does: marker text becomes its special id."""
+        raise NotImplementedError
+
+    # -- the byte table ---------------------------------------------------------------------
+    def token_bytes(self, token_id: int) -> bytes:
+        """The raw bytes of one token (a special token's text, UTF-8)."""
+        return self._bytes[token_id]
+
+    def token_bytes_list(self, ids: Sequence[int]) -> list[bytes]:
+        """The raw bytes of each token, in order."""
+        return list(map(self._bytes.__getitem__, ids))
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        return b"".join(map(self._bytes.__getitem__, ids))
+
+    # -- derived ----------------------------------------------------------------------------
+    def encode_ordinary_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.encode_ordinary(t) for t in texts]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Decode to text; invalid UTF-8 becomes U+FFFD, as engines do."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def token_text(self, token_id: int) -> str:
+        return self.token_bytes(token_id).decode("utf-8", errors="replace")
+
+    def is_valid_id(self, token_id: int) -> bool:
+        return 0 <= token_id < self.n_vocab
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """sha256 over the tokenizer's files (name and content) and its special-token table."""
+        h = hashlib.sha256()
+        for path in sorted(self.files, key=lambda p: p.name):
+            h.update(path.name.encode() + b"\0")
+            with open(path, "rb") as f:
+                h.update(hashlib.file_digest(f, "sha256").digest())
+        table = sorted((i, t) for t, i in self.special_tokens.items())
+        h.update(json.dumps(table, ensure_ascii=False).encode())
+        return h.hexdigest()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} from {self.source}>"
+
+
+def read_json(path: Path) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

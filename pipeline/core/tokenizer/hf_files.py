@@ -1,0 +1,149 @@
+"""Hugging Face tokenizers: ``tokenizer.json``, ``vocab.json`` + ``merges.txt``, and the tokenizer inside a GGUF file."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from .base import Tokenizer, read_json
+from .tokenizers_adapter import byte_level_bpe
+
+
+@functools.cache
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, inverted: printable stand-in char -> byte."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+class HFTokenizer(Tokenizer):
+    def __init__(self, name, source, files, tokenizer, added_tokens: Mapping[str, int]):
+        super().__init__(name, source, files, added_tokens)
+        self._with_specials = tokenizer
+        # Ordinary text never matches an added token, special or not: encode_special_tokens only
+        # covers tokens flagged special, so drop the added-token table from a copy instead.
+        data = json.loads(tokenizer.to_str())
+        data["added_tokens"] = []
+        self._ordinary = tokenizer.__class__.from_str(json.dumps(data))
+        self.n_vocab = tokenizer.get_vocab_size(with_added_tokens=True)
+        self._bytes = self._build_byte_table(tokenizer)
+
+    def _build_byte_table(self, tokenizer) -> list[bytes]:
+        byte_decoder = _byte_decoder()
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        size = max(vocab.values()) + 1 if vocab else 0
+        self.n_vocab = max(self.n_vocab, size)
+        table = [b""] * size
+        byte_level = '"ByteLevel"' in tokenizer.to_str()[:200000]
+        for piece, i in vocab.items():
+            if piece in self.special_tokens:
+                table[i] = piece.encode("utf-8")
+            elif byte_level and all(c in byte_decoder for c in piece):
+                table[i] = bytes(byte_decoder[c] for c in piece)
+            elif piece.startswith("<0x") and piece.endswith(">") and len(piece) == 6:  # byte fallback
+                table[i] = bytes([int(piece[3:5], 16)])
+            else:
+                table[i] = tokenizer.decode([i], skip_special_tokens=False).encode("utf-8")
+        return table
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self._ordinary.encode(text, add_special_tokens=False).ids
+
+    def encode_ordinary_batch(self, texts):
+        return [e.ids for e in self._ordinary.encode_batch(list(texts), add_special_tokens=False)]
+
+    def encode(self, text: str) -> list[int]:
+        return self._with_specials.encode(text, add_special_tokens=False).ids
+
+
+def _added_tokens(tokenizer, config_file: Path | None) -> dict[str, int]:
+    added = {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items()}
+    if config_file is not None and config_file.exists():
+        for k, v in read_json(config_file).get("added_tokens_decoder", {}).items():
+            added.setdefault(v["content"], int(k))
+    return added
+
+
+def _load_hf_folder(folder: Path) -> HFTokenizer:
+    from tokenizers import Tokenizer as RustTokenizer
+
+    config_file = folder / "tokenizer_config.json"
+    if (folder / "tokenizer.json").exists():
+        tok = RustTokenizer.from_file(str(folder / "tokenizer.json"))
+        files = [folder / "tokenizer.json"]
+    else:
+        from tokenizers import AddedToken
+
+        tok = byte_level_bpe(folder / "vocab.json", folder / "merges.txt")
+        if config_file.exists():
+            decoder = read_json(config_file).get("added_tokens_decoder", {})
+            tok.add_special_tokens(
+                [AddedToken(v["content"], special=v.get("special", True), normalized=False) for _, v in sorted(decoder.items(), key=lambda kv: int(kv[0]))]
+            )
+        files = [folder / "vocab.json", folder / "merges.txt"]
+    if config_file.exists():
+        files.append(config_file)
+    return HFTokenizer(folder.name, str(folder), files, tok, _added_tokens(tok, config_file))
+
+
+def _gguf_cache_dir(path: Path) -> Path:
+    """Where the tokenizer rebuilt from a GGUF file is kept, keyed by the file's sha256."""
+    root = Path(os.environ.get("TOKFIDELITY_CACHE_DIR") or Path.home() / ".cache" / "tokfidelity")
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return root / "gguf-tokenizers" / digest[:32]
+
+
+def _load_gguf(path: Path) -> HFTokenizer:
+    """The tokenizer inside a GGUF file, rebuilt by transformers, plus llama.cpp's digit pre-split.
+
+    Rebuilding takes seconds (transformers parses the whole file), so the result is cached as a
+    tokenizer.json keyed by the GGUF's sha256; later loads read only that.
+    """
+    from tokenizers import Tokenizer as RustTokenizer
+
+    cache = _gguf_cache_dir(path)
+    cached = cache / "tokenizer.json"
+    if cached.exists():
+        tok = RustTokenizer.from_file(str(cached))
+    else:
+        tok = _rebuild_gguf_tokenizer(path)
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cache / f"tokenizer.json.{os.getpid()}.tmp"
+        tok.save(str(tmp))
+        os.replace(tmp, cached)
+    return HFTokenizer(path.stem, str(path), [path], tok, _added_tokens(tok, None))
+
+
+def _rebuild_gguf_tokenizer(path: Path):
+    import gguf
+    from tokenizers import pre_tokenizers
+    from transformers import AutoTokenizer
+
+    from ..model_files import transformers_source
+
+    reader = gguf.GGUFReader(str(path))
+    field = reader.fields.get("tokenizer.ggml.pre")
+    pre = bytes(field.parts[field.data[0]]).decode() if field is not None else ""
+    with transformers_source(path) as (folder, kwargs):  # the GGUF alone: nothing beside it is read or run
+        hf = AutoTokenizer.from_pretrained(folder, **kwargs)
+    tok = hf.backend_tokenizer
+    if pre in _GGUF_DIGIT_SPLIT_PRE:
+        # transformers drops llama.cpp's per-digit split for these vocabularies; put it back.
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), tok.pre_tokenizer])
+    return tok
+
+
+# llama.cpp pre-tokenizer names whose regex splits every digit on its own.
+_GGUF_DIGIT_SPLIT_PRE = {"smollm", "starcoder", "refact", "command-r"}
