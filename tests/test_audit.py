@@ -219,3 +219,41 @@ def test_tokenizer_files_that_disagree_fail_the_round_trip(tmp_path):
     assert failed["<|fake_marker|>"].decoded == "<tool_response>" and failed["<|beyond|>"].decoded is None
     assert any("'<|fake_marker|>' 151665 does not round-trip" in f for f in report.failures)
     assert all(m.ok for m in report.markers)  # the chatml markers themselves are fine
+
+
+@pytest.mark.parametrize("dataset", ["Q1_glaive", "D1_glaive"])
+def test_family_profiles_pass_with_their_golden_sets(dataset):
+    from pipeline.core.golden import load_manifest
+
+    manifest = load_manifest(ROOT / "golden" / dataset)
+    tokenizer = load_tokenizer(manifest.tokenizer)
+    report = audit(manifest.profile, tokenizer, read_samples(ROOT / "golden" / dataset))
+    assert report.ok, report.failures
+    assert all(m.ok and m.encoded == [m.configured_id] for m in report.markers)
+    assert all(s.ok for s in report.special_tokens)
+    stop = report.golden["stop"]
+    assert stop.matching == stop.total >= 60 and stop.stop_ids == bind_profile(manifest.profile, tokenizer).stop_ids
+    # look-alikes: ordinary pieces of the output markers are named (warnings, not failures)
+    assert any(m.lookalikes for m in report.markers) and any("look-alikes" in w for w in report.warnings)
+
+
+def test_qwen3_audit_knows_both_stop_tokens_and_fails_a_wrong_one(qwen3, tmp_path):
+    profile = bind_profile("qwen3", qwen3)
+    assert [m.text for m in audit(profile, qwen3).markers if any(r.startswith("stop") for r in m.roles)] == [
+        "<|im_end|>", "<|endoftext|>"]
+    ends = [qwen3.encode_ordinary("a") + [151645], qwen3.encode_ordinary("b") + [151643], qwen3.encode_ordinary("c") + [151642]]
+    samples = [{"id": f"s{i}", "output_ids": ids, "finish_reason": "stop"} for i, ids in enumerate(ends)]
+    folder = write_dataset(tmp_path / "QA", {"name": "QA", "profile": "qwen3", "tokenizer": "qwen3", "source": "test"}, samples)
+    report = audit(profile, qwen3, read_samples(folder))
+    assert not report.ok and report.golden["stop"].matching == 2
+    assert any("151642" in f and "151645 '<|im_end|>' or 151643 '<|endoftext|>'" in f for f in report.failures)
+    wrong = audit(profile.with_ids(stop=151642), qwen3)
+    assert any("'<|im_end|>'" in f and "151642" in f and "wrong id" in f for f in wrong.failures)
+
+
+def test_family_markers_that_are_not_one_id_fail(qwen3):
+    report = audit("deepseek-v3", qwen3)
+    assert not report.ok
+    assert any("'<｜tool▁sep｜>'" in f and "not one id" in f for f in report.failures)
+    report = audit("qwen3", load_tokenizer("deepseek-v3"))
+    assert any("'<think>'" in f and "not one id" in f for f in report.failures)

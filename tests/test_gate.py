@@ -136,3 +136,14 @@ def test_cli_gate_check_exit_codes(dataset, tmp_path, capsys):
     assert "golden file samples.jsonl changed" in capsys.readouterr().err
     assert main(["gate", "show", "--dataset", "G1", "--golden-dir", str(dataset.parent), "--state-dir", str(tmp_path / "state")]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "open"
+
+
+def test_code_fingerprint_includes_what_family_views_depend_on():
+    """qwen3/deepseek-v3 views re-serialise arguments with Python's json; the tokenizers libraries encode."""
+    import platform
+
+    from pipeline.core.gate import library_versions
+
+    versions = library_versions()
+    assert versions["python"] == platform.python_version()
+    assert {"tiktoken", "tokenizers"} <= set(versions)

@@ -203,3 +203,23 @@ def test_cli_all_good_exits_zero_and_bad_profile_is_usage_error():
     assert json.loads(ok.stdout)["output_ids"][-1] == 163586
     bad = _tokfidelity("reconstruct", "--profile", "nope", "--tokenizer", "kimi-k2", stdin="")
     assert bad.returncode == 2 and "unknown profile 'nope'" in bad.stderr
+
+
+def test_cli_qwen3_reads_reasoning_content_or_reasoning_and_ignores_extra_fields():
+    """`tokfidelity reconstruct --profile qwen3` rebuilds Qwen3's layout: <think> block, the "\\n\\n" and
+    "\\n" the tool-call parser strips around the content, the call's JSON body, <|im_end|>."""
+    tok = load_tokenizer("qwen3")
+    m = bind_profile("qwen3", tok).ids
+    call = {"id": "call_8f2a9c", "type": "function", "function": {"name": "get", "arguments": '{"q": 1}'}}
+    lines = [
+        {"id": "a", "reasoning_content": "\nHm.\n", "content": "Let me look.", "tool_calls": [call], "finish_reason": "tool_calls"},
+        {"id": "b", "model": "qwen3", "reasoning": "\nHm.\n", "content": "Let me look.", "tool_calls": [call], "finish_reason": "tool_calls"},
+        {"id": "c", "content": "Thinking was off.", "finish_reason": "stop"},
+    ]
+    out = _tokfidelity("reconstruct", "--profile", "qwen3", "--tokenizer", "qwen3", stdin="".join(json.dumps(x) + "\n" for x in lines))
+    assert out.returncode == 0, out.stderr
+    got = [json.loads(line)["output_ids"] for line in out.stdout.splitlines()]
+    enc = tok.encode_ordinary
+    with_call = ([m["think_begin"]] + enc("\nHm.\n") + [m["think_end"]] + enc("\n\nLet me look.\n") + [m["tool_call_begin"]]
+                 + enc('\n{"name": "get", "arguments": {"q": 1}}\n') + [m["tool_call_end"], m["stop"]])
+    assert got == [with_call, with_call, enc("Thinking was off.") + [m["stop"]]]

@@ -9,7 +9,7 @@ HELP = "Rebuild output token ids from OpenAI-compatible responses, one JSON obje
 
 
 def add_arguments(p):
-    p.add_argument("--profile", required=True, help="model turn format, e.g. kimi-k2.5, kimi-k2, chatml")
+    p.add_argument("--profile", required=True, help="model turn format, e.g. kimi-k2.5, kimi-k2, chatml, qwen3, deepseek-v3")
     p.add_argument("--tokenizer", required=True, help="tokenizer path, folder name or hub id")
 
 

@@ -45,6 +45,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
 # the plugin. Derived from the tree, so a new core module is covered without a list to keep.
 VERDICT_PACKAGES = ("pipeline/core", "pytest_tokfidelity")
 # Libraries a verdict depends on: the tokenizers, and openai-harmony (renders and checks gpt-oss layouts).
+# The Python version stands for its json module, with which the qwen3/deepseek-v3 views re-serialise
+# tool-call arguments as SGLang does (number formatting, escapes).
 TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers", "openai-harmony")
 
 
@@ -132,7 +134,9 @@ def code_file_hashes() -> dict[str, str]:
 def library_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {}
+    import platform
+
+    out = {"python": platform.python_version()}
     for name in TOKENIZER_LIBRARIES:
         try:
             out[name] = version(name)
