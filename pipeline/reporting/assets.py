@@ -82,6 +82,7 @@ JS = r"""
       tr.className = 'srow';
       tr.dataset.dataset = data.datasets[r[0]];
       tr.dataset.verdict = data.verdicts[r[2]];
+      tr.dataset.id = r[1];
       var cells = [data.datasets[r[0]] + '/' + r[1], data.verdicts[r[2]],
         r[3].map(function (c) { return data.classes[c]; }).join(', '), r[4], r[5], r[6], r[7]];
       cells.forEach(function (text, i) {
@@ -101,7 +102,9 @@ JS = r"""
   }
   function apply() {
     document.querySelectorAll('#filters input').forEach(function (box) {
-      box.checked = state[box.name].has(box.value);
+      var on = state[box.name].has(box.value);
+      box.checked = on;
+      if (on) box.setAttribute('checked', ''); else box.removeAttribute('checked');  // seen in a DOM dump too
     });
     var shown = 0;
     document.querySelectorAll('article.sample').forEach(function (a) {

@@ -11,9 +11,9 @@ from pipeline.core.diagnose import CLASSES
 
 __all__ = ["CLASS_COLOURS", "VERDICT_COLOURS", "class_chart", "position_chart", "class_hunks", "position_bins"]
 
-CLASS_COLOURS = dict(zip(CLASSES, (
-    "#d62728", "#9467bd", "#7f9fbf", "#e377c2", "#17becf", "#ff7f0e", "#bcbd22", "#8c564b", "#2ca02c", "#555555",
-)))
+_PALETTE = ("#d62728", "#9467bd", "#7f9fbf", "#e377c2", "#17becf", "#ff7f0e", "#bcbd22", "#8c564b", "#2ca02c", "#555555",
+            "#1f77b4", "#a05a2c", "#6b8e23", "#c71585")
+CLASS_COLOURS = {c: _PALETTE[i % len(_PALETTE)] for i, c in enumerate(CLASSES)}
 VERDICT_COLOURS = {"new": "#d62728", "known": "#e6a700", "policy": "#7f9fbf", "bad-input": "#555555"}
 POSITION_BINS = 20
 

@@ -91,12 +91,13 @@ def _hunk(n: int, h: Mapping[str, Any]) -> str:
     if not window:
         return f'<div class="hunk">{head}</div>'
     bad = sum(not t.get("ok", True) for side in window.values() for t in side)
-    check = f'<p class="more">decode check: {bad} token(s) decode differently alone than in context</p>' if bad else ""
-    sides = "".join(
-        f'<div class="side"><h5>{label} ids {escape(str(window[key][0]["i"]) if window[key] else "")}\u2026</h5>'
-        f'<div class="toks">{"".join(_token(t) for t in window[key])}</div></div>'
-        for key, label in (("golden", "golden"), ("rebuilt", "rebuilt"))
-    )
+    verdict = f"{bad} token(s) decode differently alone than in context (\u2717)" if bad else "holds for every token shown"
+    check = f'<p class="more">decode check, decode(prefix) + decode([id]) == decode(prefix + [id]): {verdict}</p>'
+    sides = ""
+    for key in ("golden", "rebuilt"):
+        start = f" \u00b7 from index {window[key][0]['i']:,}" if window[key] else ""
+        sides += (f'<div class="side"><h5>{key}{start}</h5>'
+                  f'<div class="toks">{"".join(_token(t) for t in window[key])}</div></div>')
     return f'<div class="hunk">{head}<div class="sbs">{sides}</div>{check}</div>'
 
 
