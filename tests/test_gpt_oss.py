@@ -46,6 +46,16 @@ def test_o200k_harmony_by_name_and_by_path(oss):
     assert tokenizer.fingerprint != base.fingerprint
 
 
+def test_special_tokens_are_openai_harmonys(oss, harmony):
+    tokenizer, _ = oss
+    # openai-harmony 0.0.8 reserves one id more (201088), past gpt-oss's 201088-row embedding (ids 0..201087)
+    assert set(harmony.special_tokens_set) - set(tokenizer.special_tokens) == {"<|reserved_201088|>"}
+    assert set(tokenizer.special_tokens) <= set(harmony.special_tokens_set) and tokenizer.n_vocab == 201088
+    for text, token in tokenizer.special_tokens.items():
+        assert harmony.encode(text, allowed_special="all") == tokenizer.encode(text) == [token], text
+    assert tokenizer.encode("<|endofprompt|>") == harmony.encode("<|endofprompt|>", allowed_special="all")
+
+
 def test_o200k_base_does_not_bind_gpt_oss():
     with pytest.raises(ProfileError, match="<|start|>"):
         bind_profile("gpt-oss", load_tokenizer("o200k"))
@@ -173,3 +183,21 @@ def test_gate_fingerprints_openai_harmony():
     from pipeline.core.gate import library_versions
 
     assert library_versions()["openai-harmony"] == version("openai-harmony")
+
+
+def test_audit(oss):
+    from pipeline.core.audit import audit
+
+    tokenizer, profile = oss
+    report = audit(profile, tokenizer)
+    assert report.ok, report.failures
+    stops = {m.text: m.configured_id for m in report.markers if any(r == "stop" or r.startswith("stop.") for r in m.roles)}
+    assert stops == {"<|return|>": 200002, "<|call|>": 200012, "<|endoftext|>": 199999}
+    assert len(report.special_tokens) == len(tokenizer.special_tokens) and all(s.ok for s in report.special_tokens)
+    assert report.first_special_id == 199998
+    # look-alikes: ordinary tokens spelling marker text ('call' in '<|call|>') are named
+    assert any("5236 'start' in '<|start|>'" in w for w in report.warnings)
+    assert "9925 'call'" in report.render()
+    # with the base encoding, harmony's markers are not one id: failures, not a crash
+    base = audit("gpt-oss", load_tokenizer("o200k"))
+    assert not base.ok and any("'<|channel|>'" in f and "not one id" in f for f in base.failures)

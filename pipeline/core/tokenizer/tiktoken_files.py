@@ -144,6 +144,8 @@ def _load_openai_tiktoken(path: Path, encoding_name: str | None = None) -> Tikto
         )
     ranks = load_tiktoken_bpe(str(path))
     params = encoding_params(constructor, ranks)  # its pattern and specials, with our ranks (no download)
-    return TiktokenTokenizer(
-        encoding_name, str(path), [path], ranks, params["special_tokens"], params["pat_str"], long_input_cut=False
-    )
+    # One text per id, the last one given: tiktoken's o200k_harmony names 200018 both <|endofprompt|> and
+    # <|reserved_200018|>; openai-harmony (gpt-oss's own implementation) knows only the latter.
+    by_id = {i: text for text, i in params["special_tokens"].items()}
+    specials = {text: i for i, text in by_id.items()}
+    return TiktokenTokenizer(encoding_name, str(path), [path], ranks, specials, params["pat_str"], long_input_cut=False)
