@@ -163,7 +163,7 @@ def build_quirk_samples(g: G1) -> None:
     t, m, tok = g.gen.turn, g.gen.message, g.tok
     eot = g.profile.ids["stop.3"]
     ids = t("Short answer.", "Done.")[:-1] + [eot]
-    g.add("Are you done?", ids, "stop", matched=eot, quirk="special-token-id: the model ended its answer with "
+    g.add("Are you done?", ids, "stop", matched=eot, quirk="stop-token: the model ended its answer with "
           "<|endoftext|> (also an eos id of gpt-oss) instead of <|return|>; the API cannot show which")
     g.add("Say OK.", t("Trivial.", "OK."), "length", quirk="stop-token: <|return|> was the last allowed token and an "
           "older SGLang (length cap tested before the stop token) reported finish_reason length")
@@ -203,6 +203,9 @@ def build_quirk_samples(g: G1) -> None:
     ids = ids[:-1] + tok.encode_ordinary("Parrots ") + [lead] + tok.encode_ordinary(" are loud.") + ids[-1:]
     g.add("Tell me about parrots.", ids, "stop", quirk="invalid-utf8: a lone partial emoji (its first bytes) inside "
           "the answer, decoded as U+FFFD")
+    ids = t("Need the weather.", None, [("get_weather", '{"city": "Nairobi", "units": "metric"}')])
+    g.add("Weather in Nairobi?", ids[:-6], "length", tools=[WEATHER], quirk="dropped-text: cut at max_new_tokens "
+          "inside the tool call's arguments; SGLang's parser drops the unfinished call")
     g.add("Quick one: 2+2?", t("", "4"), "stop", quirk="other: the model wrote an empty analysis message; the API "
           "shows no reasoning, so the rebuilt output has no analysis message")
 

@@ -188,7 +188,8 @@ def test_what_survives_the_api_is_rebuilt_exactly(oss, named_cases):
         ("args-unicode-escaped", "tool-args-json"),  # json.dumps(ensure_ascii=False) unescaped \u00fc
         ("dotted-name", "tool-call-id"),  # functions.search.web came back as "web"
         ("text-before-a-call", "whitespace"),  # the preamble was .strip()ped
-        ("stopped-on-endoftext", "special-token-id"),  # <|endoftext|> vs the <|return|> rebuilt
+        ("stopped-on-endoftext", "stop-token"),  # the engine stopped on <|endoftext|>; <|return|> is rebuilt
+        ("cut-inside-tool-call", "dropped-text"),  # the parser drops a call the length limit cut off
         ("cut-inside-emoji", "truncated-utf8"),
         ("empty-args", "tool-args-json"),  # the model wrote no arguments; SGLang returns "{}"
         ("call-right-after-reasoning", "tool-args-json"),  # compact {"city":"Paris"} re-serialised with spaces
