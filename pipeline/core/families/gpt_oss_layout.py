@@ -103,7 +103,13 @@ class HarmonyIds:
             raise HarmonyFormatError(f"openai-harmony parses a gpt-oss tool call as {got}, expected {want}")
 
 
-_BOUND: dict[str, HarmonyIds] = {}  # the last pieces bound per profile name, for copies made by with_ids
+# HarmonyIds per bound profile, keyed by its name and ids (a Profile is frozen: nothing is written onto it);
+# by name alone too, for copies made by Profile.with_ids (a misconfigured pipeline, modelled).
+_BOUND: dict[object, HarmonyIds] = {}
+
+
+def _key(profile) -> tuple:
+    return profile.name, tuple(profile.ids.values())
 
 
 def bind(profile, tokenizer: Tokenizer) -> None:
@@ -114,13 +120,12 @@ def bind(profile, tokenizer: Tokenizer) -> None:
         pieces = HarmonyIds.derive(harmony_encoding(tokenizer), dict(profile.ids), tokenizer.encode_ordinary)
     except HarmonyUnavailable as e:
         raise HarmonyFormatError(str(e)) from None
-    object.__setattr__(profile, "_harmony_ids", pieces)
-    _BOUND[profile.name] = pieces
+    _BOUND[_key(profile)] = _BOUND[profile.name] = pieces
 
 
 def harmony_ids(profile) -> HarmonyIds:
     """The HarmonyIds of a bound profile."""
-    pieces = profile.__dict__.get("_harmony_ids") or _BOUND.get(profile.name)
+    pieces = _BOUND.get(_key(profile)) or _BOUND.get(profile.name)
     if pieces is None:
         raise HarmonyFormatError(f"profile {profile.name} is not bound: use pipeline.core.profiles.bind_profile")
     return pieces
