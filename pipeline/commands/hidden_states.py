@@ -14,11 +14,14 @@ HELP = "Compute target-model hidden states for `tokfidelity build` records (tran
 def add_arguments(p):
     add_gate_arguments(p)
     p.add_argument("--data", required=True, help="a `tokfidelity build` --out folder (train.jsonl) or the train.jsonl itself")
-    p.add_argument("--out", required=True, help="folder for one <id>.safetensors per sample (existing files are kept)")
+    p.add_argument("--out", required=True, help="folder for one file per sample, see --format (existing files are kept)")
     p.add_argument("--model", default=None, help="transformers engine: a *.gguf file, a model folder, or pkg:PACKAGE/FILE")
     p.add_argument("--command", default=None,
                    help="run this engine command line instead (e.g. SpecForge's prepare_hidden_states.py); "
                         "{data}, {out} are replaced by the paths")
+    p.add_argument("--format", dest="format", choices=("safetensors", "specforge", "speculators"), default="safetensors",
+                   help="file layout (--model only): safetensors (default: <id>.safetensors), specforge (data_{i:08d}.ckpt, "
+                        "SpecForge's offline reader), speculators (hidden_states/hs_{i}.safetensors); i is the train.jsonl row")
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
     p.add_argument("--aux-layers", default=None, help="comma-separated decoder layers for aux_hidden_state (default: 1, n/2-1, n-4)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
@@ -67,6 +70,8 @@ def run(args) -> int:
         check_data_tokenizer(args, status, build_dir)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
+        if args.command and args.format != "safetensors":
+            raise ValueError("--format applies to --model only: a configured --command writes whatever its engine writes")
         try:
             layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
         except ValueError:
@@ -90,12 +95,12 @@ def run(args) -> int:
     with tqdm(desc="hidden-states", unit="sample", file=sys.stderr, disable=args.no_progress) as bar:
         try:
             result = hidden_states_with_transformers(train, args.model, out, limit=args.limit, aux_layers=layers,
-                                                     threads=args.threads, on_progress=bar.update)
+                                                     threads=args.threads, on_progress=bar.update, fmt=args.format)
         except (ValueError, FileNotFoundError) as e:
             print(f"tokfidelity hidden-states: {e}", file=sys.stderr)
             return 1
     print(
-        f"tokfidelity hidden-states: {len(result.written)} written, {result.skipped} already there -> {out} "
+        f"tokfidelity hidden-states: {len(result.written)} written, {result.skipped} already there -> {out} ({args.format}) "
         f"(model {result.model}, aux layers {list(result.aux_layers) or 'n/a'}, {result.seconds:.1f}s)",
         file=sys.stderr,
     )

@@ -9,7 +9,9 @@ trainer:
   byte other than ASCII letters, digits, ``-_.`` written ``%XX``, so distinct ids never share a file), with SpecForge's offline EAGLE-3 keys:
   ``input_ids`` (int64 [seq]), ``loss_mask`` (int64 [seq]), ``hidden_state`` (float32 [seq, hidden]:
   the last layer) and ``aux_hidden_state`` (float32 [seq, 3*hidden]: three layers concatenated, EAGLE-3's
-  low/middle/high features, by default decoder layers 1, n/2-1 and n-4). A re-run skips samples whose
+  low/middle/high features, by default decoder layers 1, n/2-1 and n-4). ``fmt="specforge"`` and
+  ``fmt="speculators"`` write the layouts those trainers' readers load instead
+  (``pipeline.stages.hidden_state_formats``). A re-run skips samples whose
   file exists; files are written to a temporary name and renamed, so a kill never leaves half a file.
 * ``run_configured_command``: any command line (SpecForge's ``prepare_hidden_states.py`` /
   ``train_eagle3.py``, speculators' scripts, ...) with the data paths substituted for ``{data}``,
@@ -33,6 +35,7 @@ from typing import Any
 
 from ..core.model_files import FolderCodeRefused, transformers_source
 from .export import read_training_records
+from .hidden_state_formats import FORMATS, check_order, file_for, write_order, write_sample
 
 __all__ = ["HiddenStatesResult", "hidden_states_with_transformers", "sample_file_name", "sample_files", "default_aux_layers", "run_configured_command", "fill_command"]
 
@@ -60,34 +63,33 @@ def hidden_states_with_transformers(
     aux_layers: Sequence[int] | None = None,
     threads: int | None = None,
     on_progress: Callable[[int], None] | None = None,
+    fmt: str = "safetensors",
 ) -> HiddenStatesResult:
-    """Forward every training record (or the first ``limit``) through the model; write safetensors."""
+    """Forward every training record (or the first ``limit``) through the model; write files in ``fmt``
+    (``pipeline.stages.hidden_state_formats``: safetensors, specforge, speculators)."""
     import torch
-    from safetensors.torch import save_file
-    from transformers import AutoModelForCausalLM
 
-    from .capture.transformers_engine import resolve_model_path
-
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown hidden-state format {fmt!r}; known: {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
     records = list(read_training_records(train_path))
     if limit is not None:
         records = records[:limit]
-    targets = sample_files(records, out_dir)  # one distinct file per sample, or ValueError before any work
-    todo = [r for r in records if not targets[str(r["id"])].exists()]
+    if fmt == "safetensors":
+        named = sample_files(records, out_dir)  # one distinct file per sample, or ValueError before any work
+        targets = [named[str(r["id"])] for r in records]
+    else:
+        check_order(fmt, out_dir, records)
+        targets = [file_for(fmt, out_dir, i, r["id"]) for i, r in enumerate(records)]
+    todo = [i for i, target in enumerate(targets) if not target.exists()]
     result = HiddenStatesResult(skipped=len(records) - len(todo), model=model_spec)
     if not todo:
+        write_order(fmt, out_dir, records)
         return result
     if threads:
         torch.set_num_threads(threads)
-    path = resolve_model_path(model_spec)
     start = time.monotonic()
-    try:
-        with transformers_source(path) as (folder, kwargs):  # a GGUF alone; no model-folder code ever runs
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
-    except FolderCodeRefused:
-        raise
-    except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf
-        raise ValueError(f"{path}: cannot be loaded as a model ({type(e).__name__}: {e})") from None
+    model = _load_model(model_spec)
     vocab = model.get_input_embeddings().weight.shape[0]
     n_layers = model.config.num_hidden_layers
     layers = tuple(aux_layers) if aux_layers else default_aux_layers(n_layers)
@@ -95,32 +97,41 @@ def hidden_states_with_transformers(
         raise ValueError(f"aux layers {layers} out of range for a model with {n_layers} decoder layers")
     result.aux_layers = layers
     out_dir.mkdir(parents=True, exist_ok=True)
-    for record in todo:
+    write_order(fmt, out_dir, records)
+    meta = {"model": model_spec, "aux_layers": json.dumps(layers)}
+    for index in todo:
+        record = records[index]
         ids = record["input_ids"]
         if ids and (min(ids) < 0 or max(ids) >= vocab):
             raise ValueError(
                 f"sample {record['id']!r}: token id {min(ids) if min(ids) < 0 else max(ids)} is outside the model's vocabulary ({vocab} rows): "
                 f"the training data was built with another tokenizer than {model_spec}'s"
             )
-        input_ids = torch.tensor([ids], dtype=torch.long)
         with torch.inference_mode():
-            out = model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+            out = model(input_ids=torch.tensor([ids], dtype=torch.long), output_hidden_states=True, use_cache=False)
         states = out.hidden_states  # embeddings, then one per decoder layer
-        tensors = {
-            "input_ids": input_ids[0].clone(),
-            "loss_mask": torch.tensor(record["loss_mask"], dtype=torch.long),
-            "hidden_state": states[-1][0].float().contiguous(),
-            "aux_hidden_state": torch.cat([states[i + 1][0] for i in layers], dim=-1).float().contiguous(),
-        }
-        target = targets[str(record["id"])]
-        tmp = target.with_name(target.name + ".tmp")
-        save_file(tensors, str(tmp), metadata={"id": str(record["id"]), "model": model_spec, "aux_layers": json.dumps(layers)})
-        os.replace(tmp, target)
-        result.written.append(target)
+        write_sample(fmt, targets[index], record, states[-1][0], [states[i + 1][0] for i in layers], {"id": str(record["id"]), **meta})
+        result.written.append(targets[index])
         if on_progress:
             on_progress(1)
     result.seconds = time.monotonic() - start
     return result
+
+
+def _load_model(model_spec: str):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .capture.transformers_engine import resolve_model_path
+
+    path = resolve_model_path(model_spec)
+    try:
+        with transformers_source(path) as (folder, kwargs):  # a GGUF alone; no model-folder code ever runs
+            return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+    except FolderCodeRefused:
+        raise
+    except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf
+        raise ValueError(f"{path}: cannot be loaded as a model ({type(e).__name__}: {e})") from None
 
 
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "-_.")
