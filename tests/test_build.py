@@ -251,7 +251,7 @@ def test_loss_mask_audit_length_cut_and_stop_token(tmp_path, kimi, capsys):
     reasons = {r["id"]: r["reason"] for r in map(json.loads, (out / "left_out.jsonl").read_text().splitlines())}
     assert "cut at the length limit" in reasons["cut"] and "--length-cut keep" in reasons["cut"]
     assert "all zero" in reasons["empty"]
-    assert "does not end with the stop token 163586 '<|im_end|>'" in reasons["no-stop"]
+    assert "does not end with a stop token (163586; 163586 is '<|im_end|>')" in reasons["no-stop"]
     audit = json.loads((out / "export.json").read_text())["mask_audit"]
     assert (audit["length_cut_dropped"], audit["length_cut_exact_kept"], audit["all_zero"], audit["stop_missing"]) == (1, 1, 1, 1)
     err = capsys.readouterr().err

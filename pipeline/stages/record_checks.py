@@ -121,10 +121,12 @@ class MaskAudit:
                 self.length_cut_kept += 1
             return None
         self.stopped += 1
-        if ids[-1] != profile.stop_id:
+        stop_ids = profile.stop_ids
+        if ids[-1] not in stop_ids:
             self.stop_missing += 1
-            return (f"loss-mask audit: finish_reason {finish_reason!r} but the output does not end with the stop token "
-                    f"{profile.stop_id} {profile.texts['stop']!r}: the model's stop would not be learned")
+            return (f"loss-mask audit: finish_reason {finish_reason!r} but the output does not end with a stop token "
+                    f"({' or '.join(str(i) for i in stop_ids)}; {profile.stop_id} is {profile.texts['stop']!r}): "
+                    "the model's stop would not be learned")
         if mask[-1] != 1:
             self.stop_missing += 1
             return "loss-mask audit: the stop token is not supervised"
