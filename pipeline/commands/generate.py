@@ -34,6 +34,8 @@ def add_arguments(p):
     p.add_argument("--quantizations", default=None, help="comma-separated, sent as provider.quantizations")
     p.add_argument("--reasoning", default=None, help='JSON object sent as "reasoning", e.g. \'{"enabled": true}\'')
     p.add_argument("--extra-body", default=None, help="JSON object merged into every request body")
+    p.add_argument("--return-token-ids", action="store_true",
+                   help='send "return_token_ids": true (vLLM, SGLang): the server\'s ids become the records\' ids and the reconstruction is checked against them')
     p.add_argument("--fsync", action="store_true", help="fsync after every record (survives power loss, slower)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -60,6 +62,8 @@ def request_defaults(args) -> dict:
         body["provider"] = provider
     if args.reasoning:
         body["reasoning"] = _json_object(args.reasoning, "--reasoning")
+    if getattr(args, "return_token_ids", False):
+        body["return_token_ids"] = True
     if args.extra_body:
         body.update(_json_object(args.extra_body, "--extra-body"))
     return body
@@ -207,6 +211,16 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
         + f"; tokens: prompt {t.prompt_tokens}, completion {t.completion_tokens} (reasoning {t.reasoning_tokens}); cost {t.cost:.6f}",
         file=sys.stderr,
     )
+    engine = t.as_dict().get("engine_ids")
+    if engine:
+        classes = ", ".join(f"{c} {n} ({t.divergence_rates()[c]:.1%})" for c, n in engine["samples_by_class"].items())
+        print(f"  engine ids: {engine['compared']} records compared with their reconstruction: {engine['exact']} exact, "
+              f"{engine['reconstruction_differs']} differ" + (f" ({classes})" if classes else ""), file=sys.stderr)
+    if t.prompt_render.get("differs"):
+        print(f"  {t.prompt_render['differs']} records: the server's prompt ids differ from our rendering (see 'prompt_render')", file=sys.stderr)
+    if len(t.by_provider) > 1 or any(name != "(not named)" for name in t.by_provider):
+        for name, pt in sorted(t.by_provider.items()):
+            print(f"  provider {name}: {pt.samples} records, " + ", ".join(f"{k} {v}" for k, v in pt.checks.items() if v), file=sys.stderr)
     if result.torn_bytes:
         print(f"  cut a torn last line ({result.torn_bytes} bytes) left by an interrupted run; that sample was asked again", file=sys.stderr)
     for sample_id, error in result.failed[:10]:
@@ -215,13 +229,14 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
         print(f"  ... and {len(result.failed) - 10} more failures", file=sys.stderr)
     if result.stopped_early:
         print(f"  stopped early: {job.mask.text(result.stopped_early)}", file=sys.stderr)
-    if t.flagged:
+    unproven = t.flagged - t.checks.get("reconstruction_differs", 0)
+    if unproven:
         print(
-            f"  {t.flagged} records are flagged (check != ok): their ids are not proven; see 'check_detail' in {RECORDS_FILE}",
+            f"  {unproven} records are flagged (check != ok): their ids are not proven; see 'check_detail' in {RECORDS_FILE}",
             file=sys.stderr,
         )
     if bad_prompts:
         print(f"  {len(bad_prompts)} prompt lines were skipped as unusable (named above); fix them and run again", file=sys.stderr)
     if result.failed:
         print("  run the same command again to retry the failed samples (finished ones are kept)", file=sys.stderr)
-    return 1 if result.failed or t.flagged or bad_prompts else 0
+    return 1 if result.failed or unproven or bad_prompts else 0

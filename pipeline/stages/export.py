@@ -3,7 +3,7 @@
 ``tokfidelity build --in DIR --out OUT`` writes:
 
 * ``OUT/train.jsonl``: one JSON object a line, ``{"id": str, "input_ids": [int], "loss_mask": [0|1],
-  "prompt_len": int, "source": "capture" | "reconstruction"}``. ``input_ids`` is the prompt (rendered with
+  "prompt_len": int, "source": "capture" | "engine" | "reconstruction"}``. ``input_ids`` is the prompt (rendered with
   the profile's chat template by ``pipeline.core.render``) followed by the model's output ids (stop token
   included when it stopped); ``loss_mask`` is 0 on every prompt position and 1 on every output position,
   same length as ``input_ids``. These are the per-sample ``input_ids`` / ``loss_mask`` that SpecForge's
@@ -15,7 +15,9 @@
 Inputs: a golden dataset folder (``manifest.json`` + ``samples.jsonl``: output ids as the engine
 captured them; where ``prompt_ids`` are recorded, our rendering must equal them or the build fails with
 a diagnosis), or a ``tokfidelity generate`` folder (``run.json`` + ``generations.jsonl``: reconstructed
-output ids; records whose check is not ``ok`` are left out and counted, never used).
+output ids, or the server's own where it returned them (``ids_source: "engine"``: used also when the
+check is ``reconstruction_differs``, and the server's prompt ids are checked like golden ones); other
+records whose check is not ``ok`` are left out and counted, never used).
 """
 
 from __future__ import annotations
@@ -165,13 +167,15 @@ def _generation_sample(item: Any) -> _Sample | str:
     """The sample of one generations.jsonl row, or why it cannot be used."""
     if not isinstance(item, dict):
         return f"expected a generation record (a JSON object), got {type(item).__name__}"
-    if item.get("check") != "ok":
+    engine = item.get("ids_source") == "engine"  # the server's own ids: usable also where the text gives others
+    if item.get("check") != "ok" and not (engine and item.get("check") == "reconstruction_differs"):
         return f"check is {item.get('check')!r}: {item.get('check_detail', '')}"
     output_ids = item.get("output_ids")
     if not isinstance(output_ids, list) or not all(type(i) is int for i in output_ids):
         return "field 'output_ids': expected a list of token ids"
+    golden_prompt = item.get("prompt_ids") if engine and isinstance(item.get("prompt_ids"), list) else None  # checked like golden ones
     return _Sample(item.get("id"), item.get("messages"), item.get("tools"), output_ids, item.get("finish_reason"),
-                   usage=item.get("usage"), exact=item.get("ids_source") == "engine")
+                   golden_prompt, usage=item.get("usage"), exact=engine)
 
 
 def _input_samples(source: BuildInput) -> Iterator[tuple[int, Any, _Sample | str | Exception]]:
@@ -248,7 +252,7 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
         result.leave_out(where, sample.id, f"prompt_check is 'prompt_mismatch': {detail} (--keep-prompt-mismatch exports it)",
                          prompt_check=check)
         return
-    record = training_record(sample.id, prompt_ids, output_ids, kind)
+    record = training_record(sample.id, prompt_ids, output_ids, "engine" if sample.exact and kind == "reconstruction" else kind)
     record["prompt_check"] = check
     why = result.audit.check(record, sample.finish_reason, sample.exact, profile)
     if why:

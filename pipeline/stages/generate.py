@@ -12,8 +12,18 @@ Output folder layout (``--out DIR``):
 
 Each record holds the request (``messages``, ``tools``), the API response as received, the reconstructed
 ``output_ids`` (``pipeline.core.reconstruct``) and ``check``: ``ok`` when ``len(output_ids)`` equals
-``usage.completion_tokens``, else ``usage_mismatch``, ``usage_missing`` or ``reconstruction_error``
-(with ``check_detail``). Flagged records are kept (the response was paid for) but never pass as ok.
+``usage.completion_tokens``, else ``usage_mismatch``, ``usage_missing``, ``reconstruction_error`` or
+``hidden_reasoning`` (usage counts reasoning tokens, the response holds no reasoning text), with
+``check_detail``. Flagged records are kept (the response was paid for) but never pass as ok.
+
+When the server returned token ids (vLLM/SGLang ``return_token_ids``: ``pipeline.stages.engine_ids``),
+``output_ids`` are the engine's (``ids_source: "engine"``; otherwise ``"reconstruction"``), the
+server's prompt ids are kept as ``prompt_ids`` and compared with our rendering (``prompt_render``),
+and the reconstruction is judged against the engine's ids by the suite's own judge
+(``pipeline.stages.engine_check``): a difference is ``check: reconstruction_differs`` with the
+``divergence`` (classes, hunks, the snapshot signature); such a record is still usable. OpenRouter's
+``provider`` and ``native_finish_reason`` are kept per record; the summary counts checks, divergence
+classes and ids sources overall and per provider.
 """
 
 from __future__ import annotations
@@ -27,6 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from .client import ApiError, ChatClient, ChatResult, RetryPolicy
+from .engine_check import compare_engine_ids, hidden_reasoning_tokens, prompt_render_result
+from .engine_ids import EngineIdsError, returned_ids
+from ..core.fidelity import Judge
 from ..core.profiles import Profile
 from .prompts import Prompt
 from .secrets import KeyMask
@@ -51,7 +64,9 @@ __all__ = [
 RECORDS_FILE = "generations.jsonl"
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
-CHECKS = ("ok", "usage_mismatch", "usage_missing", "reconstruction_error")
+CHECKS = ("ok", "usage_mismatch", "usage_missing", "reconstruction_error", "hidden_reasoning", "reconstruction_differs")
+# Checks whose record's ids may be used for training: engine ids are the truth even when the text differs.
+USABLE_ENGINE_CHECKS = ("ok", "reconstruction_differs")
 
 
 @dataclass
@@ -65,8 +80,14 @@ class Totals:
     reasoning_tokens: int = 0
     output_ids: int = 0
     cost: float = 0.0
+    ids_sources: dict[str, int] = field(default_factory=dict)  # engine | reconstruction
+    engine_compared: int = 0  # records with engine ids whose reconstruction was judged against them
+    divergence_samples: dict[str, int] = field(default_factory=dict)  # class -> records holding it
+    divergence_hunks: dict[str, int] = field(default_factory=dict)  # class -> hunks
+    prompt_render: dict[str, int] = field(default_factory=dict)  # same | differs (server prompt ids vs ours)
+    by_provider: dict[str, "Totals"] = field(default_factory=dict)
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any], *, per_provider: bool = True) -> None:
         self.samples += 1
         self.checks[record["check"]] = self.checks.get(record["check"], 0) + 1
         usage = record.get("usage") or {}
@@ -77,13 +98,34 @@ class Totals:
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             self.cost += cost
         self.output_ids += len(record.get("output_ids") or ())
+        source = record.get("ids_source") or "reconstruction"
+        self.ids_sources[source] = self.ids_sources.get(source, 0) + 1
+        if source == "engine" and record["check"] in USABLE_ENGINE_CHECKS:
+            self.engine_compared += 1
+        divergence = record.get("divergence") if isinstance(record.get("divergence"), dict) else {}
+        for cls in divergence.get("classes") or ():
+            self.divergence_samples[cls] = self.divergence_samples.get(cls, 0) + 1
+        for cls, n in (divergence.get("hunks_by_class") or {}).items():
+            self.divergence_hunks[cls] = self.divergence_hunks.get(cls, 0) + _int(n)
+        render = record.get("prompt_render")
+        if render is not None:
+            key = "same" if render == "same" else "differs"
+            self.prompt_render[key] = self.prompt_render.get(key, 0) + 1
+        if per_provider:
+            name = record.get("provider") if isinstance(record.get("provider"), str) else "(not named)"
+            self.by_provider.setdefault(name, Totals()).add(record, per_provider=False)
 
     @property
     def flagged(self) -> int:
         return self.samples - self.checks.get("ok", 0)
 
+    def divergence_rates(self) -> dict[str, float]:
+        """Per class: the share of engine-compared records whose reconstruction diverges in that class."""
+        n = self.engine_compared
+        return {cls: round(k / n, 6) for cls, k in sorted(self.divergence_samples.items())} if n else {}
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "samples": self.samples,
             "checks": dict(self.checks),
             "flagged": self.flagged,
@@ -92,47 +134,95 @@ class Totals:
             "reasoning_tokens": self.reasoning_tokens,
             "output_ids": self.output_ids,
             "cost": round(self.cost, 8),
+            "ids_sources": dict(self.ids_sources),
         }
+        if self.engine_compared:
+            out["engine_ids"] = {
+                "compared": self.engine_compared,
+                "exact": self.engine_compared - self.checks.get("reconstruction_differs", 0),
+                "reconstruction_differs": self.checks.get("reconstruction_differs", 0),
+                "samples_by_class": dict(sorted(self.divergence_samples.items())),
+                "rate_by_class": self.divergence_rates(),
+                "hunks_by_class": dict(sorted(self.divergence_hunks.items())),
+            }
+        if self.prompt_render:
+            out["prompt_render"] = dict(self.prompt_render)
+        if self.by_provider:
+            out["by_provider"] = {name: t.as_dict() for name, t in sorted(self.by_provider.items())}
+        return out
 
 
 def _int(value: Any) -> int:
     return value if type(value) is int else 0
 
 
-def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, tokenizer: Tokenizer) -> dict[str, Any]:
-    """The record for one response: reconstructed ids and the usage check."""
+def _usage_check(n_ids: int, usage: Mapping[str, Any] | None, what: str) -> tuple[str, str | None]:
+    completion = usage.get("completion_tokens") if usage else None
+    if type(completion) is not int:
+        return "usage_missing", "the response has no integer usage.completion_tokens to check the ids against"
+    if completion != n_ids:
+        return "usage_mismatch", (
+            f"{what} {n_ids} ids but usage.completion_tokens is {completion} ({n_ids - completion:+d}): "
+            + ("the text does not give back the model's ids" if what == "reconstructed" else "the server's ids and its usage disagree")
+        )
+    return "ok", None
+
+
+def _native_finish(body: Mapping[str, Any]) -> Any:
+    choices = body.get("choices")
+    return choices[0].get("native_finish_reason") if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) else None
+
+
+def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, tokenizer: Tokenizer, judge: Judge | None = None) -> dict[str, Any]:
+    """The record for one response: its ids (the engine's when returned, else reconstructed) and the checks."""
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
     record: dict[str, Any] = {"id": prompt.id, "messages": prompt.messages}
     if prompt.tools:
         record["tools"] = prompt.tools
-    output_ids = None
-    finish = None
+    output_ids = finish = detail = turn = None
+    divergence = None
+    try:
+        returned = returned_ids(body)
+    except EngineIdsError as e:
+        returned, check, detail = None, "reconstruction_error", f"the server's ids are unreadable: {e}"
     try:
         turn = parse_response(body)
         finish = turn.finish_reason
         output_ids = reconstruct_output_ids(turn, profile, tokenizer)
     except (ResponseError, ReconstructionError) as e:
         check, detail = "reconstruction_error", str(e)
-    else:
-        completion = usage.get("completion_tokens") if usage else None
-        if type(completion) is not int:
-            check, detail = "usage_missing", "the response has no integer usage.completion_tokens to check the ids against"
-        elif completion != len(output_ids):
-            check = "usage_mismatch"
-            detail = (
-                f"reconstructed {len(output_ids)} ids but usage.completion_tokens is {completion} "
-                f"({len(output_ids) - completion:+d}): the text does not give back the model's ids"
-            )
+    if returned is not None and returned.present:
+        output_ids = returned.output_ids
+        record["ids_source"] = "engine"
+        record["prompt_ids"] = returned.prompt_ids
+        record["prompt_render"] = prompt_render_result(prompt, returned, profile, tokenizer)
+        if detail is None:
+            comparison = compare_engine_ids(prompt.id, output_ids, finish, body, judge or Judge(profile, tokenizer, "sglang"))
+            check, detail = _usage_check(len(output_ids), usage, "the server returned")
+            if check == "ok" and not comparison.exact:
+                divergence = comparison.divergence
+                check = "reconstruction_differs" if divergence else "reconstruction_error"
+                detail = comparison.report.split("\n", 1)[0] if comparison.report else None
+    elif detail is None:
+        record["ids_source"] = "reconstruction"
+        hidden = hidden_reasoning_tokens(usage, turn.reasoning)
+        if hidden:
+            check = "hidden_reasoning"
+            detail = (f"usage counts {hidden} reasoning tokens but the response holds no reasoning text: those ids "
+                      "cannot be rebuilt; ask for reasoning in the response (OpenRouter: reasoning.exclude false) or use another provider")
         else:
-            check, detail = "ok", None
+            check, detail = _usage_check(len(output_ids), usage, "reconstructed")
     record.update(
         model=body.get("model"),
         provider=body.get("provider"),
+        native_finish_reason=_native_finish(body),
         finish_reason=finish,
         output_ids=output_ids,
         usage=usage,
         check=check,
     )
+    if divergence:
+        record["divergence"] = divergence
     if detail:
         record["check_detail"] = detail
     record["response"] = body
@@ -256,6 +346,7 @@ def run_generation(
     if not todo:
         return result
     writer = JsonlAppender(records_path, fsync=job.fsync, mask=job.mask)
+    judge = Judge(job.profile, job.tokenizer, "sglang")  # judges only recorded responses: the view is unused
 
     async def main() -> None:
         pending = iter(todo)
@@ -273,7 +364,7 @@ def run_generation(
                         if e.status in (401, 402, 403):  # every other request would fail the same way
                             result.stopped_early = str(e)
                         continue
-                    record = check_record(prompt, answer.body, job.profile, job.tokenizer)
+                    record = check_record(prompt, answer.body, job.profile, job.tokenizer, judge)
                     record["attempts"] = answer.attempts
                     writer.write(record)
                     result.finished += 1

@@ -1,5 +1,7 @@
-"""An answerer in SGLang's shapes (native ``/generate`` and ``/v1/chat/completions`` with
-``return_token_ids``), built with the real Kimi tokenizer.
+"""An answerer in SGLang 0.5.23's shapes (native ``/generate``; ``/v1/chat/completions`` with
+``return_token_ids``, which puts ``prompt_token_ids`` and ``response_token_ids`` on each choice, as
+``ChatCompletionResponseChoice`` in sglang's ``entrypoints/openai/protocol.py`` does), built with the
+real Kimi tokenizer.
 
 Its output ids are deliberately NOT what re-encoding the text gives: the word "hello" is emitted as
 the two tokens of "hel" + "lo", as a sampling model may do. A capture must keep them verbatim.
@@ -40,11 +42,10 @@ class SGLangAnswers:
             ids, finish = self.output_ids(self.tok.decode(prompt_ids), body["max_tokens"])
             choice = {"index": 0, "message": {"role": "assistant", "content": "(parsed text)"},
                       "finish_reason": finish["type"], "matched_stop": finish.get("matched")}
-            if body.get("return_token_ids"):
-                choice["token_ids"] = ids
+            if body.get("return_token_ids"):  # SGLang 0.5.23: both lists on the choice (ChatCompletionResponseChoice)
+                choice["prompt_token_ids"] = prompt_ids
+                choice["response_token_ids"] = ids
             answer = {"id": "c-1", "object": "chat.completion", "choices": [choice],
                       "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": len(ids)}}
-            if body.get("return_token_ids"):
-                answer["prompt_token_ids"] = prompt_ids
             return 200, answer
         return 404, {"error": f"no route {path}"}

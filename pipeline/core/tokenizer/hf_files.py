@@ -39,6 +39,12 @@ class HFTokenizer(Tokenizer):
         self.n_vocab = tokenizer.get_vocab_size(with_added_tokens=True)
         self._bytes = self._build_byte_table(tokenizer)
 
+    @property
+    def backend(self):
+        """The ``tokenizers.Tokenizer`` with every special allowed (what ``encode`` uses); ``.save(path)``
+        writes it as a tokenizer.json that other programs (a vLLM server) load unchanged."""
+        return self._with_specials
+
     def _build_byte_table(self, tokenizer) -> list[bytes]:
         byte_decoder = _byte_decoder()
         vocab = tokenizer.get_vocab(with_added_tokens=True)

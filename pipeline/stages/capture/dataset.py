@@ -53,6 +53,8 @@ def sample_record(prompt: Prompt, capture) -> dict:
         output_ids=capture.output_ids,
         finish_reason=capture.finish_reason,
     )
+    if getattr(capture, "response", None) is not None:
+        record["response"] = capture.response
     if capture.meta:
         record["meta"] = capture.meta
     return record

@@ -22,6 +22,7 @@ class Capture:
     output_ids: list[int]  # stop token included when the model stopped by itself
     finish_reason: str | dict  # "stop" | "length", or SGLang's {"type": ..., ...}
     meta: dict = field(default_factory=dict)  # per-sample engine facts (seed, timings, ids...)
+    response: dict | None = None  # the text the server answered with (a flat message), when it is a server
 
 
 @runtime_checkable

