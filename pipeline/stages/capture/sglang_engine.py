@@ -24,6 +24,7 @@ from ...core.profiles import Profile
 from ...core.render import render_prompt
 from ...core.tokenizer import Tokenizer
 from ..prompts import Prompt
+from ..engine_ids import EngineIdsError, returned_ids
 from .chat_engine import DEFAULT_MAX_NEW_TOKENS, SAMPLING_KEYS as _SAMPLING_KEYS, ChatIdsEngine, EngineError
 from .engine import Capture
 
@@ -87,7 +88,14 @@ class SGLangEngine(ChatIdsEngine):
         body = self._post("/generate", {"input_ids": prompt_ids, "sampling_params": params})
         if isinstance(body, list):  # a batch answer for a single request
             body = body[0] if len(body) == 1 else body
-        output_ids = _ids(body, "output_ids", self.url + "/generate")
+        if not isinstance(body, dict):
+            raise SGLangError(f"{self.url}/generate: expected a JSON object, got {type(body).__name__}")
+        try:
+            output_ids = returned_ids(body).output_ids
+        except EngineIdsError as e:
+            raise SGLangError(f"{self.url}/generate: {e}") from None
+        if output_ids is None:
+            raise SGLangError(f"{self.url}/generate: field 'output_ids' missing in the answer")
         meta_info = body.get("meta_info") if isinstance(body.get("meta_info"), dict) else {}
         finish = meta_info.get("finish_reason")
         if finish is None:
@@ -100,15 +108,6 @@ class SGLangEngine(ChatIdsEngine):
 
     def _capture_chat(self, prompt: Prompt, sampling: dict) -> Capture:
         return self.capture_chat(prompt, sampling)
-
-
-def _ids(obj: Any, key: str, url: str, prefix: str = "") -> list[int]:
-    if not isinstance(obj, dict) or key not in obj:
-        raise SGLangError(f"{url}: field '{prefix}{key}' missing in the answer")
-    value = obj[key]
-    if not isinstance(value, list) or not all(type(x) is int for x in value):
-        raise SGLangError(f"{url}: field '{prefix}{key}' is not a list of integer token ids")
-    return value
 
 
 def _check_finish(finish: Any, output_ids: list[int], profile: Profile, url: str) -> None:
