@@ -24,6 +24,7 @@ import os
 import shutil
 from pathlib import Path
 
+from ..core.model_files import NO_REMOTE_CODE, gguf_alone
 from ..core.tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
 
 __all__ = ["model_folder", "convert_gguf", "cache_root", "DONE_FILE"]
@@ -74,8 +75,10 @@ def convert_gguf(gguf: Path, out: Path, digest: str | None = None) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out.mkdir(parents=True, exist_ok=True)
-    folder, name = str(gguf.parent), gguf.name
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32, trust_remote_code=False)
+    with gguf_alone(gguf) as (folder, name):  # transformers sees the GGUF alone: no file beside it is read
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32, **NO_REMOTE_CODE)
+        # chat template and special-token names from transformers' reading of the GGUF
+        hf_tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, **NO_REMOTE_CODE)
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
     if tied:
@@ -88,10 +91,7 @@ def convert_gguf(gguf: Path, out: Path, digest: str | None = None) -> Path:
     config["tie_word_embeddings"] = tied
     (out / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     model.generation_config.to_json_file(str(out / "generation_config.json"))
-    # Chat template and special-token names from transformers' reading of the GGUF; the
-    # tokenizer.json itself is ours (digit pre-split restored), written over transformers' one.
-    hf_tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, trust_remote_code=False)
-    hf_tokenizer.save_pretrained(str(out))
+    hf_tokenizer.save_pretrained(str(out))  # its tokenizer.json is replaced by ours (digit pre-split restored)
     load_tokenizer(gguf).backend.save(str(out / "tokenizer.json"))
     config_path = out / "tokenizer_config.json"
     tokenizer_config = json.loads(config_path.read_text(encoding="utf-8"))
