@@ -50,3 +50,8 @@ def test_generate_against_transformers_serve(tmp_path, capsys):
     assert sum(r["check"] == "ok" for r in records) >= 2, [r.get("check_detail") for r in records]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["completion_tokens"] == sum(r["usage"]["completion_tokens"] for r in records)
+    # the prompt side: the real server counted the prompt it rendered with SmolLM2's own chat template;
+    # build renders the same conversations and must agree on every record it uses
+    main(["build", "--in", str(out), "--out", str(tmp_path / "train"), "--no-progress"])
+    meta = json.loads((tmp_path / "train" / "export.json").read_text())
+    assert meta["prompt_checks"] == {"ok": sum(r["check"] == "ok" for r in records), "prompt_mismatch": 0, "unknown": 0}, capsys.readouterr().err
