@@ -80,7 +80,7 @@ def run(args) -> int:
     )
     checks = result.prompt_checks
     print(
-        f"prompt check (rendered prompt vs usage.prompt_tokens): {checks['ok']} ok, {checks['prompt_mismatch']} prompt_mismatch "
+        f"prompt check (rendered prompt vs {'golden prompt_ids' if source.kind == 'golden' else 'usage.prompt_tokens'}): {checks['ok']} ok, {checks['prompt_mismatch']} prompt_mismatch "
         f"({'exported: --keep-prompt-mismatch' if args.keep_prompt_mismatch else 'left out'}), {checks['unknown']} unknown",
         file=sys.stderr,
     )
