@@ -5,8 +5,10 @@ These Kimi K2.5 datasets are CONSTRUCTED, not captured: the assistant turns are 
 this project (hand-written pieces in scripts/kimi_golden/, composed with a fixed seed) and
 turned into ids with the real Kimi K2.5 tokenizer, exactly as the model lays out its output:
 reasoning (ordinary text), </think>, content, the tool-call section (markers as the profile's
-ids, call ids functions.NAME:IDX with a conversation-wide counter), <|im_end|>. Prompt ids come
-from the model's own chat template (chat_template.jinja) encoded with every special allowed.
+ids, call ids functions.NAME:IDX with a conversation-wide counter), <|im_end|>. Prompt ids are what
+Kimi K2.5's own tokenizer feeds the model: its chat template (chat_template.jinja) rendered with the
+tools deep-sorted and declared in TypeScript (tools_ts_str, pipeline/core/kimi_tools_ts.py), thinking
+on, encoded with every special allowed.
 
 Some samples carry a recorded provider response with a quirk that text cannot survive
 (see QUIRKS below and each sample's "quirk" field), so the fidelity suites meet every
@@ -49,7 +51,10 @@ SOURCE = (
     "scripts/kimi_golden/ composed with a fixed seed) and laid out as Kimi K2.5 output ids with the real Kimi K2.5 "
     "tokenizer (tiktoken.model sha256 b6c497a7...5103): reasoning, </think>, content and arguments as ordinary text, "
     "markers as the kimi-k2.5 profile's ids, tool-call ids functions.NAME:IDX with a conversation-wide counter, "
-    "<|im_end|> at the end; prompt_ids from the model's chat_template.jinja. Samples with a 'response' hold a "
+    "<|im_end|> at the end; prompt_ids as Kimi K2.5's own tokenizer renders them: its chat_template.jinja with the "
+    "tools deep-sorted and declared in TypeScript (tools_ts_str, as its tokenizer class writes them; "
+    "pipeline/core/kimi_tools_ts.py, checked against the official encoder), thinking on, every special allowed. "
+    "Samples with a 'response' hold a "
     "recorded provider response showing a known quirk ('quirk' says which). Rebuild: scripts/make_kimi_golden.py."
 )
 

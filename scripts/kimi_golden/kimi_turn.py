@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.core.kimi_tools_ts import tools_typescript  # checked against the official encoder
 from pipeline.core.profiles import Profile
 from pipeline.core.tokenizer import Tokenizer
 
@@ -55,9 +56,17 @@ class KimiIds:
         self.template = template
 
     def prompt_text(self, messages: list[dict], tools: list[dict] | None) -> str:
-        # Kimi's tokenizer key-sorts every tool dict (deep_sort_dict) before rendering its template.
+        """As Kimi K2.5's tokenizer class (apply_chat_template) renders it: every tool dict key-sorted
+        (deep_sort_dict), the tools declared in TypeScript (tools_ts_str; left unset where the official
+        encoder raises, so the template writes JSON), thinking on."""
         tools = [_deep_sort(t) for t in tools] if tools else tools
-        return self.template.render(messages=messages, tools=tools, add_generation_prompt=True)
+        kwargs = {}
+        if tools:
+            declarations = tools_typescript(tools)
+            if declarations is not None:
+                kwargs["tools_ts_str"] = declarations
+        return self.template.render(messages=messages, tools=tools, add_generation_prompt=True, thinking=True,
+                                    preserve_thinking=False, **kwargs)
 
     def prompt_ids(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
         return self.tok.encode(self.prompt_text(messages, tools))  # the model's tokenizer: markers are specials

@@ -38,7 +38,9 @@ SPECS = (
         markers={"think_end": "</think>", **_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
         prompt_markers={**_KIMI_PROMPT_MARKERS, "think_begin": "<think>", "think_end": "</think>"},
         thinking=True,
-        chat_format="kimi-k2.5",  # as ../shared/tokenizers/kimi-k2.5/chat_template.jinja: no default system
+        # Kimi K2.5's tokenizer class: tools deep-sorted, declared in TypeScript (tools_ts_str), thinking on.
+        tools_preprocess=("deep-sort", "kimi-typescript"),
+        chat_template_kwargs={"thinking": True, "preserve_thinking": False},
         description="Kimi K2.5 with thinking: the prompt ends <|im_assistant|>assistant<|im_middle|><think>, "
         "so the output is reasoning, </think>, content, tool-call section, <|im_end|>.",
         **_KIMI_COMMON,
@@ -48,8 +50,7 @@ SPECS = (
         default_tokenizer="moonshotai/Kimi-K2-Instruct",
         markers={**_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
         prompt_markers=_KIMI_PROMPT_MARKERS,
-        chat_format="kimi-k2",
-        chat_default_system="You are a helpful assistant",  # as kimi-k2/chat_template.jinja
+        tools_preprocess=("deep-sort",),  # Kimi K2's tokenizer class key-sorts the tools; JSON declarations
         description="Kimi K2 Instruct: content, tool-call section, <|im_end|>; no thinking.",
         **_KIMI_COMMON,
     ),
@@ -58,8 +59,6 @@ SPECS = (
         default_tokenizer="HuggingFaceTB/SmolLM2-135M-Instruct",
         markers={"stop": "<|im_end|>"},
         prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
-        chat_format="chatml",
-        chat_default_system="You are a helpful AI assistant named SmolLM, trained by Hugging Face",  # SmolLM2's template
         description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
         views=("sglang", "sglang-legacy", "vllm-spaces"),
     ),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["ProfileSpec", "ToolCallFormat", "OwnLayout", "OUTPUT_ROLES", "FIELDS"]
 
@@ -77,10 +78,11 @@ class ProfileSpec:
     tool_call_id_template: str | None = None  # how the model writes a call id, e.g. functions.{name}:{index}
     tool_call_id_pattern: str | None = None  # regex an API-returned id must match to be used verbatim
     description: str = ""
-    # Prompt rendering (pipeline.core.render): which turn format, and the system prompt the model's chat
-    # template inserts when a conversation has none (None: it inserts nothing).
-    chat_format: str | None = None
-    chat_default_system: str | None = None
+    # Prompt rendering (pipeline.core.render renders the model's own chat template): what the model's
+    # tokenizer class does in Python before the template, as data. tools_preprocess names steps of
+    # pipeline.core.render.TOOL_STEPS, in order; chat_template_kwargs are the template variables it sets.
+    tools_preprocess: tuple[str, ...] = ()
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     # API views this profile has (pipeline.core.views), and, for a family whose server parsers are not
     # Kimi's, the function that parses decoded output text as its `sglang` view:
     # parse(text, texts, cut) -> (reasoning, content, [(name, arguments)]).
