@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kimi_ports import HFStyleTokenizer, renderers_kimi, tinker_ts_encoder
 from kimi_ports.generated import generated_conversations
-from transformers.utils.chat_template_utils import render_jinja_template
+from transformers.utils.chat_template_utils import _normalize_chat_messages, render_jinja_template
 
 from pipeline.core.kimi_tools_ts import deep_sort
 from pipeline.core.profiles import bind_profile
@@ -53,7 +53,8 @@ def kimi_reference_text(messages, tools, add_generation_prompt=True):
         ts = official_ts(sorted_tools)
         if ts is not None:
             kwargs["tools_ts_str"] = ts
-    rendered, _ = render_jinja_template([copy.deepcopy(messages)], tools=sorted_tools, chat_template=template,
+    # transformers' apply_chat_template drops null-valued keys first (_normalize_chat_messages)
+    rendered, _ = render_jinja_template([_normalize_chat_messages(copy.deepcopy(messages))], tools=sorted_tools, chat_template=template,
                                         add_generation_prompt=add_generation_prompt, thinking=True,
                                         preserve_thinking=False, **kwargs)
     return rendered[0]
@@ -164,6 +165,54 @@ def test_kimi_k2_renders_its_template_with_sorted_json_tools():
     want, _ = render_jinja_template([messages], tools=deep_sort(tools), chat_template=template, add_generation_prompt=True)
     assert render_text(messages, tools, profile, tok) == want[0]
     assert '"properties": {"a": {}, "b": {}}' in want[0]
+
+
+@pytest.mark.parametrize("family", ["qwen3", "deepseek-v3"])
+def test_other_families_render_as_transformers_apply_chat_template(family):
+    """Tokenizers whose class does nothing before the template: transformers' own apply_chat_template on the
+    same folder (a plain tokenizer.json, no model code) is the engine's path. Null-valued keys, the
+    tokenizer's bos_token and a request's chat_template_kwargs included."""
+    from transformers import AutoTokenizer
+
+    folder = SHARED / ("qwen3" if family == "qwen3" else "deepseek-v3")
+    hf = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    tok = load_tokenizer(folder)
+    profile = bind_profile(family, tok)
+    checked = 0
+    for i, (messages, tools) in enumerate(generated_conversations(seed=11, count=90)):
+        messages = copy.deepcopy(messages)
+        if i % 3 == 0:
+            messages[-1]["tool_calls"] = None  # as OpenAI-style clients send it: dropped, as transformers drops it
+        extra = {"enable_thinking": False} if i % 2 else None
+        try:
+            want = hf.apply_chat_template(copy.deepcopy(messages), tools=tools, tokenize=False, add_generation_prompt=True,
+                                          **(extra or {}))
+        except Exception:  # noqa: BLE001 - the template refuses this conversation; so must we
+            with pytest.raises(RenderError):
+                render_text(messages, tools, profile, tok, chat_template_kwargs=extra)
+            continue
+        assert render_text(messages, tools, profile, tok, chat_template_kwargs=extra) == want, f"conversation {i}"
+        assert render_prompt(messages, tools, profile, tok, chat_template_kwargs=extra) == tok.encode(want)
+        checked += 1
+    assert checked >= 40, checked
+
+
+@pytest.mark.parametrize("dataset,family", [("Q1_glaive", "qwen3"), ("D1_glaive", "deepseek-v3")])
+def test_golden_prompts_of_other_families(dataset, family):
+    """Their prompt_ids were made by scripts/make_family_golden.py with its own Jinja environment."""
+    tok = load_tokenizer(SHARED / family)
+    profile = bind_profile(family, tok)
+    for line in (GOLDEN / dataset / "samples.jsonl").read_text(encoding="utf-8").splitlines():
+        s = json.loads(line)
+        got = render_prompt(s["messages"], s.get("tools"), profile, tok, chat_template_kwargs=s.get("chat_template_kwargs"))
+        assert got == s["prompt_ids"], s["id"]
+
+
+def test_request_template_variables(kimi, profile):
+    messages = [{"role": "user", "content": "hi"}]
+    assert render_text(messages, None, profile, kimi, chat_template_kwargs={"thinking": False}).endswith("<think></think>")
+    with pytest.raises(RenderError, match="chat_template_kwargs"):
+        render_text(messages, None, profile, kimi, chat_template_kwargs={"tools": []})
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from .kimi_tools_ts import deep_sort, tools_typescript
 from .profiles import Profile
 from .tokenizer import Tokenizer
 
-__all__ = ["RenderError", "chat_template", "template_inputs", "render_text", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "chat_template", "special_token_variables", "template_inputs", "render_text", "render_prompt", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -45,47 +46,70 @@ class RenderError(TokfidelityError, ValueError):
 # ------------------------------------------------------------------------------------------
 # The model's own template
 # ------------------------------------------------------------------------------------------
-def _gguf_template(path: Path) -> str | None:
+SPECIAL_TOKEN_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+_GGUF_SPECIAL_IDS = {"bos_token": "bos", "eos_token": "eos", "unk_token": "unknown", "sep_token": "seperator",
+                     "pad_token": "padding", "cls_token": "cls", "mask_token": "mask"}  # tokenizer.ggml.<x>_token_id
+
+
+@dataclass(frozen=True)
+class _TemplateFiles:
+    templates: dict[str, str]  # name -> template ("default", and "tool_use" where a config names it)
+    where: str
+    special_tokens: dict[str, Any]  # bos_token... -> text, or (GGUF) id
+
+
+def _gguf(path: Path) -> _TemplateFiles | None:
     import gguf
 
-    field = gguf.GGUFReader(str(path)).fields.get("tokenizer.chat_template")
-    return bytes(field.parts[field.data[0]]).decode("utf-8") if field is not None else None
+    fields = gguf.GGUFReader(str(path)).fields
+    field = fields.get("tokenizer.chat_template")
+    if field is None:
+        return None
+    ids = {}
+    for name, key in _GGUF_SPECIAL_IDS.items():
+        f = fields.get(f"tokenizer.ggml.{key}_token_id")
+        if f is not None:
+            ids[name] = int(f.parts[f.data[0]][0])
+    return _TemplateFiles({"default": bytes(field.parts[field.data[0]]).decode("utf-8")}, f"{path} (tokenizer.chat_template)", ids)
 
 
-def _config_templates(config: Path) -> dict[str, str]:
+def _config(config: Path) -> tuple[dict[str, str], dict[str, str]]:
     with open(config, encoding="utf-8") as f:
-        value = json.load(f).get("chat_template")
+        data = json.load(f)
+    value = data.get("chat_template")
     if isinstance(value, str):
-        return {"default": value}
-    if isinstance(value, list):  # named templates, as transformers stores several
-        return {t["name"]: t["template"] for t in value if isinstance(t, Mapping) and "name" in t and "template" in t}
-    return {}
+        named = {"default": value}
+    elif isinstance(value, list):  # named templates, as transformers stores several
+        named = {t["name"]: t["template"] for t in value if isinstance(t, Mapping) and "name" in t and "template" in t}
+    else:
+        named = {}
+    special = {}
+    for name in SPECIAL_TOKEN_NAMES:
+        token = data.get(name)
+        token = token.get("content") if isinstance(token, Mapping) else token
+        if isinstance(token, str):
+            special[name] = token
+    return named, special
 
 
 @functools.cache
-def _templates(source: str) -> tuple[dict[str, str], str]:
+def _template_files(source: str) -> _TemplateFiles:
     path = Path(source)
     tried = []
-    if path.is_file():
-        if path.suffix == ".gguf":
-            text = _gguf_template(path)
-            if text is not None:
-                return {"default": text}, f"{path} (tokenizer.chat_template)"
-            tried.append(f"{path} (no tokenizer.chat_template)")
-            path = None
-        else:
-            path = path.parent
-    if path is not None:
-        jinja = path / "chat_template.jinja"
+    if path.is_file() and path.suffix == ".gguf":
+        found = _gguf(path)
+        if found is not None:
+            return found
+        tried.append(f"{path} (no tokenizer.chat_template)")
+    else:
+        folder = path.parent if path.is_file() else path
+        jinja, config = folder / "chat_template.jinja", folder / "tokenizer_config.json"
+        named, special = _config(config) if config.is_file() else ({}, {})
         if jinja.is_file():
-            return {"default": jinja.read_text(encoding="utf-8")}, str(jinja)
-        tried.append(str(jinja))
-        config = path / "tokenizer_config.json"
-        if config.is_file():
-            named = _config_templates(config)
-            if named:
-                return named, f"{config} (chat_template)"
-        tried.append(f"{config} (chat_template)")
+            return _TemplateFiles({"default": jinja.read_text(encoding="utf-8")}, str(jinja), special)
+        if named:
+            return _TemplateFiles(named, f"{config} (chat_template)", special)
+        tried += [str(jinja), f"{config} (chat_template)"]
     raise RenderError("chat_template", f"no chat template for the tokenizer from {source}; looked at: {'; '.join(tried)}. "
                       "Put the model's chat_template.jinja beside its tokenizer files")
 
@@ -93,11 +117,17 @@ def _templates(source: str) -> tuple[dict[str, str], str]:
 def chat_template(tokenizer: Tokenizer, tools: Sequence | None = None) -> tuple[str, str]:
     """(template text, where it came from) for this tokenizer, read once per process. A tokenizer_config
     with named templates gives ``tool_use`` when there are tools, else ``default`` (as transformers)."""
-    named, where = _templates(tokenizer.source)
-    name = "tool_use" if tools and "tool_use" in named else "default"
-    if name not in named:
-        raise RenderError("chat_template", f"{where} has templates {sorted(named)} but no 'default'")
-    return named[name], where if len(named) == 1 else f"{where}[{name}]"
+    files = _template_files(tokenizer.source)
+    name = "tool_use" if tools and "tool_use" in files.templates else "default"
+    if name not in files.templates:
+        raise RenderError("chat_template", f"{files.where} has templates {sorted(files.templates)} but no 'default'")
+    return files.templates[name], files.where if len(files.templates) == 1 else f"{files.where}[{name}]"
+
+
+def special_token_variables(tokenizer: Tokenizer) -> dict[str, str]:
+    """bos_token, eos_token... as transformers' apply_chat_template offers them to the template."""
+    special = _template_files(tokenizer.source).special_tokens
+    return {k: (tokenizer.token_text(v) if isinstance(v, int) else v) for k, v in special.items()}
 
 
 # ------------------------------------------------------------------------------------------
@@ -120,9 +150,22 @@ TOOL_STEPS: dict[str, Callable[[list, dict], list]] = {
 }
 
 
-def template_inputs(tools: Sequence | None, profile: Profile) -> tuple[list | None, dict[str, Any]]:
-    """(tools, extra template variables) as the model's tokenizer class passes them to its template."""
+RESERVED_VARIABLES = frozenset({"messages", "conversations", "tools", "documents", "chat_template",
+                                "add_generation_prompt", "continue_final_message", "return_assistant_tokens_mask"})
+
+
+def template_inputs(tools: Sequence | None, profile: Profile,
+                    chat_template_kwargs: Mapping[str, Any] | None = None) -> tuple[list | None, dict[str, Any]]:
+    """(tools, extra template variables) as the model's tokenizer class passes them to its template: the
+    profile's defaults, overridden by a request's ``chat_template_kwargs``, then what the pre-processing sets."""
     kwargs = dict(profile.spec.chat_template_kwargs)
+    if chat_template_kwargs is not None:
+        if not isinstance(chat_template_kwargs, Mapping) or not all(isinstance(k, str) for k in chat_template_kwargs):
+            raise RenderError("chat_template_kwargs", "expected an object of template variables")
+        reserved = sorted(RESERVED_VARIABLES & set(chat_template_kwargs))
+        if reserved:
+            raise RenderError("chat_template_kwargs", f"{', '.join(reserved)} cannot be set here (they are the call's own arguments)")
+        kwargs.update(chat_template_kwargs)
     if tools is None:
         return None, kwargs
     if not isinstance(tools, Sequence) or isinstance(tools, str) or not all(isinstance(t, Mapping) for t in tools):
@@ -154,24 +197,29 @@ def _check_messages(messages: Any) -> None:
 
 
 def render_text(messages: Sequence[Mapping], tools: Sequence | None, profile: Profile, tokenizer: Tokenizer,
-                add_generation_prompt: bool = True) -> str:
-    """The prompt text the model's chat template renders (marker text included)."""
+                add_generation_prompt: bool = True, *, chat_template_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The prompt text the model's chat template renders (marker text included), as transformers'
+    ``apply_chat_template`` renders it: keys whose value is null dropped from each message, the
+    tokenizer's bos_token, eos_token... offered to the template, then the call's variables."""
     from jinja2 import TemplateError
     from transformers.utils.chat_template_utils import render_jinja_template
 
     _check_messages(messages)
-    tools, kwargs = template_inputs(tools, profile)
+    tools, kwargs = template_inputs(tools, profile, chat_template_kwargs)
     template, where = chat_template(tokenizer, tools)
+    variables = {**special_token_variables(tokenizer), **kwargs}
+    conversation = [{k: v for k, v in m.items() if v is not None} for m in messages]
     try:
-        rendered, _ = render_jinja_template([list(messages)], tools=tools, chat_template=template,
-                                            add_generation_prompt=add_generation_prompt, **kwargs)
+        rendered, _ = render_jinja_template([conversation], tools=tools, chat_template=template,
+                                            add_generation_prompt=add_generation_prompt, **variables)
     except (TemplateError, TypeError, ValueError, KeyError, AttributeError) as e:
         raise RenderError("messages", f"the chat template {where} cannot render this conversation: {type(e).__name__}: {e}") from None
     return rendered[0]
 
 
 def render_prompt(messages: Sequence[Mapping], tools: Sequence | None, profile: Profile, tokenizer: Tokenizer,
-                  add_generation_prompt: bool = True) -> list[int]:
+                  add_generation_prompt: bool = True, *, chat_template_kwargs: Mapping[str, Any] | None = None) -> list[int]:
     """The prompt ids an engine feeds the model: the rendered text encoded as the model's tokenizer
     does (marker text becomes its special id, exactly as in the engine)."""
-    return tokenizer.encode(render_text(messages, tools, profile, tokenizer, add_generation_prompt))
+    return tokenizer.encode(render_text(messages, tools, profile, tokenizer, add_generation_prompt,
+                                        chat_template_kwargs=chat_template_kwargs))

@@ -213,6 +213,8 @@ def generated_conversations(seed: int, count: int) -> list[tuple[list, list | No
             assistant: dict[str, Any] = {"role": "assistant", "content": _text(rng) if rng.random() < 0.7 else ""}
             if rng.random() < 0.6:
                 assistant[rng.choice(["reasoning_content", "reasoning"])] = _text(rng, 2)
+            elif rng.random() < 0.3:
+                assistant["reasoning_content"] = None  # null fields, as OpenAI-style clients send them
             if tools and rng.random() < 0.5:
                 calls = []
                 for _ in range(rng.randint(1, 2)):
@@ -222,6 +224,8 @@ def generated_conversations(seed: int, count: int) -> list[tuple[list, list | No
                                   "function": {"name": name, "arguments": args}})
                     counter += 1
                 assistant["tool_calls"] = calls
+                if rng.random() < 0.2:
+                    assistant["content"] = None
                 messages.append(assistant)
                 for call in calls:
                     result = {"role": "tool", "tool_call_id": call["id"], "content": _text(rng)}
