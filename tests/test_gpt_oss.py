@@ -201,3 +201,68 @@ def test_audit(oss):
     # with the base encoding, harmony's markers are not one id: failures, not a crash
     base = audit("gpt-oss", load_tokenizer("o200k"))
     assert not base.ok and any("'<|channel|>'" in f and "not one id" in f for f in base.failures)
+
+
+# -- o200k_harmony on a machine without TOKFIDELITY_TOKENIZERS: tokfidelity's download cache --------
+class _Files:
+    """A real HTTP server on 127.0.0.1 serving one folder (GET only)."""
+
+    def __init__(self, folder: Path):
+        import functools
+        import threading
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+        class Quiet(SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/encodings"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _resolve_in_subprocess(spec: str, env: dict) -> subprocess.CompletedProcess:
+    code = ("import sys; from pipeline.core.tokenizer import load_tokenizer; from pipeline.core.profiles import "
+            "bind_profile; t = load_tokenizer(sys.argv[1]); bind_profile('gpt-oss', t); print(t.files[0])")
+    return subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+
+
+def test_o200k_harmony_downloaded_once_into_the_cache_then_offline(tmp_path):
+    served = tmp_path / "served" / "encodings"
+    served.mkdir(parents=True)
+    shutil.copyfile(SHARED / "o200k" / "o200k_base.tiktoken", served / "o200k_base.tiktoken")
+    files = _Files(tmp_path / "served")
+    env = {k: v for k, v in os.environ.items() if k not in ("TOKFIDELITY_TOKENIZERS", "HF_HUB_OFFLINE")}
+    env.update(TOKFIDELITY_CACHE_DIR=str(tmp_path / "cache"), TOKFIDELITY_ENCODINGS_URL=files.url,
+               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    try:
+        first = _resolve_in_subprocess("o200k_harmony", env)
+    finally:
+        files.close()
+    cached = tmp_path / "cache" / "openai-encodings" / "o200k_base.tiktoken"
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == str(cached) and cached.read_bytes() == (served / "o200k_base.tiktoken").read_bytes()
+    offline = _resolve_in_subprocess("o200k_harmony", {**env, "HF_HUB_OFFLINE": "1"})  # the server is gone
+    assert offline.returncode == 0 and offline.stdout.strip() == str(cached), offline.stderr
+
+
+def test_a_download_with_the_wrong_sha256_is_not_kept(tmp_path):
+    served = tmp_path / "served" / "encodings"
+    served.mkdir(parents=True)
+    (served / "o200k_base.tiktoken").write_bytes(b"YQ== 0\n")
+    files = _Files(tmp_path / "served")
+    env = {k: v for k, v in os.environ.items() if k not in ("TOKFIDELITY_TOKENIZERS", "HF_HUB_OFFLINE")}
+    env.update(TOKFIDELITY_CACHE_DIR=str(tmp_path / "cache"), TOKFIDELITY_ENCODINGS_URL=files.url,
+               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    try:
+        run = _resolve_in_subprocess("o200k_harmony", env)
+    finally:
+        files.close()
+    assert run.returncode != 0 and "not kept" in run.stderr and "TokenizerNotFound" in run.stderr
+    assert not (tmp_path / "cache" / "openai-encodings" / "o200k_base.tiktoken").exists()
+    offline = _resolve_in_subprocess("o200k_harmony", {**env, "HF_HUB_OFFLINE": "1"})
+    assert offline.returncode != 0 and "HF_HUB_OFFLINE is set" in offline.stderr

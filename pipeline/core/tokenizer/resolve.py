@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .base import Tokenizer, TokenizerNotFound
 from .hf_files import _load_gguf, _load_hf_folder
+from .openai_encodings import ENCODING_FILES, cached_encoding_file
 from .tiktoken_files import DERIVED_TIKTOKEN_ENCODINGS, _derived_encoding_path, _load_kimi_tiktoken, _load_openai_tiktoken
 
 # Files that make up a tokenizer, in the order we look for them.
@@ -110,7 +111,8 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
     """Find where a tokenizer's files are, without loading them.
 
     Order: an explicit path; each root in ``TOKFIDELITY_TOKENIZERS`` (os.pathsep-separated)
-    holding a folder named like the spec; the Hugging Face cache; the hub when online.
+    holding a folder named like the spec; for an OpenAI encoding name (``o200k_base``, ``o200k_harmony``)
+    tokfidelity's download cache, filled when online; the Hugging Face cache; the hub when online.
     Returns the path and the list of places tried; raises TokenizerNotFound listing them.
     """
     tried: list[str] = []
@@ -136,6 +138,12 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
             if derived is not None:
                 return derived, tried
         tried.append(f"TOKFIDELITY_TOKENIZERS root {root} (no folder named {' or '.join(_folder_names(spec_str))})")
+
+    base = DERIVED_TIKTOKEN_ENCODINGS.get(spec_str, spec_str)  # o200k_harmony, o200k_base: OpenAI's own files
+    if base in ENCODING_FILES:
+        found = cached_encoding_file(base, tried)
+        if found is not None:
+            return (found if base == spec_str else found.parent / spec_str), tried
 
     if "/" in spec_str and not spec_str.startswith((".", "/")):
         patterns = list(TOKENIZER_FILES) + ["*.tiktoken"]
