@@ -17,6 +17,7 @@ def run(args) -> int:
     from ..core.profiles import ProfileError, bind_profile
     from ..core.reconstruct import ReconstructionError, reconstruct_output_ids
     from ..core.responses import ResponseError
+    from ..core.jsonl import JsonLineError, json_lines
     from ..core.tokenizer import TokenizerNotFound, load_tokenizer
 
     try:
@@ -29,19 +30,12 @@ def run(args) -> int:
     failures = 0
     out = sys.stdout
     # Bytes, decoded line by line: a byte that is not UTF-8 is that line's error, whatever the locale.
-    for line_no, line in enumerate(sys.stdin.buffer, 1):
-        if not line.strip():
-            continue
+    for line_no, response in json_lines(sys.stdin.buffer):
         try:
-            response = json.loads(line.decode("utf-8"))
+            if isinstance(response, JsonLineError):
+                raise response
             ids = reconstruct_output_ids(response, profile, tokenizer)
-        except UnicodeDecodeError as e:
-            error = f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}"
-        except json.JSONDecodeError as e:
-            error = f"not valid JSON: {e.msg} (column {e.colno})"
-        except RecursionError:
-            error = "not valid JSON: nested too deeply"
-        except (ResponseError, ReconstructionError) as e:
+        except (JsonLineError, ResponseError, ReconstructionError) as e:
             error = str(e)
         else:
             out.write(json.dumps({"output_ids": ids}, separators=(",", ":")) + "\n")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonl import json_lines
 from ..core.profiles import Profile
 from ..core.render import RenderError, render_prompt
 from ..core.tokenizer import Tokenizer
@@ -137,17 +138,9 @@ class BuildResult:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """Decoded lines; a bad line's value is a JsonLineError saying why (its text names no file)."""
     with open(path, "rb") as f:
-        for line_no, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield line_no, json.loads(line.decode("utf-8"))
-                except json.JSONDecodeError as e:
-                    yield line_no, ValueError(f"not valid JSON: {e.msg} (column {e.colno})")
-                except UnicodeDecodeError as e:
-                    yield line_no, ValueError(f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}")
-                except RecursionError:
-                    yield line_no, ValueError("not valid JSON: nested too deeply")
+        yield from json_lines(f)
 
 
 @dataclass

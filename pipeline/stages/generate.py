@@ -29,6 +29,7 @@ classes and ids sources overall and per provider.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -40,6 +41,7 @@ from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from .engine_check import compare_engine_ids, hidden_reasoning_tokens, prompt_render_result
 from .engine_ids import EngineIdsError, returned_ids
 from ..core.fidelity import Judge
+from ..core.jsonl import JsonLineError, json_lines
 from ..core.profiles import Profile
 from .prompts import Prompt
 from .secrets import KeyMask
@@ -270,18 +272,18 @@ def load_finished(path: os.PathLike | str) -> tuple[set[str], Totals, int]:
         cut = len(data) - end
         os.truncate(path, end)
         data = data[:end]
-    for line_no, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
+    for line_no, record in json_lines(io.BytesIO(data), path):
         try:
-            record = json.loads(line)
+            if isinstance(record, JsonLineError):
+                raise record
             record_id = record["id"]
             record["check"]
             if not isinstance(record_id, str) or not isinstance(record.get("usage") or {}, dict):
                 raise TypeError("field 'id' must be a string and 'usage' an object")
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        except (JsonLineError, KeyError, TypeError) as e:
+            why = e.message if isinstance(e, JsonLineError) else f"{type(e).__name__}: {e}"
             raise ValueError(
-                f"{path}:{line_no}: not a generation record ({type(e).__name__}: {e}); "
+                f"{path}:{line_no}: not a generation record ({why}); "
                 "the file was edited by hand or by another program: move it away or fix that line"
             ) from None
         if record_id in done:

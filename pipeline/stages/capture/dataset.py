@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core.jsonl import read_json_lines
 from ...core.golden import MANIFEST_FILE, SAMPLES_FILE, write_dataset
 from ..prompts import Prompt
 from .engine import CaptureEngine
@@ -66,19 +67,14 @@ def _read_done(path: Path) -> dict[str, dict]:
     done: dict[str, dict] = {}
     if not path.exists():
         return done
-    with open(path, "rb") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                continue
-            if (
-                isinstance(record, dict)
-                and isinstance(record.get("id"), str)
-                and isinstance(record.get("output_ids"), list)
-                and "finish_reason" in record
-            ):
-                done[record["id"]] = record
+    for _, record in read_json_lines(path):  # a bad line's value is an error, not a dict: skipped
+        if (
+            isinstance(record, dict)
+            and isinstance(record.get("id"), str)
+            and isinstance(record.get("output_ids"), list)
+            and "finish_reason" in record
+        ):
+            done[record["id"]] = record
     return done
 
 
