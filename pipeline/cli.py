@@ -1,8 +1,9 @@
 """The ``tokfidelity`` command: one subcommand per module in ``pipeline.commands``.
 
 Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
-Modules are imported only when their command runs, so ``tokfidelity reconstruct`` never pays
-for torch or httpx.
+A command module imports only light things at its top (heavy ones inside ``run``), and only the
+chosen command's module is loaded (all of them for ``tokfidelity --help``), so ``tokfidelity
+reconstruct`` never pays for torch or httpx.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_GATE_CLOSED = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+EXIT_PIPE_CLOSED = 141  # stdout closed early (`| head`), as shells report SIGPIPE
 
 
 def _load(module_name: str):
@@ -43,13 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     # Only the chosen command's module is imported; the others are listed by name.
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, module_name in COMMANDS.items():
-        if name == chosen:
+        if chosen is None or name == chosen:  # `tokfidelity --help` lists every command's one line
             module = _load(module_name)
             p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-            module.add_arguments(p)
-            p.set_defaults(_run=module.run)
+            if name == chosen:
+                module.add_arguments(p)
+                p.set_defaults(_run=module.run)
         else:
-            sub.add_parser(name, help=f"(see tokfidelity {name} --help)", add_help=False)
+            sub.add_parser(name, add_help=False)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -57,11 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # stdout closed early (`| head`): stop quietly, as other Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
-        return 141
+        return EXIT_PIPE_CLOSED
 
 
 if __name__ == "__main__":  # pragma: no cover

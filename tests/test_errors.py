@@ -57,3 +57,21 @@ def test_located_adds_a_location_to_a_bare_error():
 def test_tokenizer_not_found_is_still_a_file_not_found_error():
     assert issubclass(TokenizerNotFound, FileNotFoundError)
     assert issubclass(GoldenError, ValueError) and issubclass(ApiError, RuntimeError)
+
+
+def test_atomic_write_leaves_the_old_file_on_failure_and_no_temporary(tmp_path):
+    from pipeline.core.files import atomic_path, atomic_write
+
+    target = tmp_path / "run.json"
+    atomic_write(target, '{"old": 1}\n')
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed mid-write")
+    assert target.read_text() == '{"old": 1}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+    with atomic_path(target) as first, atomic_path(target) as second:  # two writers never share a temporary
+        assert first != second
+        first.write_text("1")
+        second.write_text("2")
+    assert target.read_text() == "1"  # the outer block renames last

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
+
 HELP = (
     "Check that every marker of a profile is exactly one special id of the tokenizer, that special tokens "
     "round-trip, and (with --golden) how golden samples end; exit 1 on any failure."
@@ -21,7 +23,7 @@ def add_arguments(p):
 
 def _fail_usage(message: str) -> int:
     print(f"tokfidelity audit: {message}", file=sys.stderr)
-    return 2
+    return EXIT_USAGE
 
 
 def run(args) -> int:
@@ -61,4 +63,4 @@ def run(args) -> int:
         sys.stdout.write("\n")
     else:
         print(report.render())
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FAILED

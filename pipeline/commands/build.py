@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
+from ..core.files import out_folder_problem
 
 HELP = "Build training records {input_ids, loss_mask} (JSONL) from a golden dataset or a generate output folder."
 
@@ -28,16 +30,16 @@ def run(args) -> int:
     from ..core.profiles import ProfileError, bind_profile
     from ..core.tokenizer import TokenizerNotFound, load_tokenizer
 
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        print(f"tokfidelity build: --out {args.out} is a file; give a folder (created when missing)", file=sys.stderr)
-        return 2
+    if problem := out_folder_problem(args.out):
+        print(f"tokfidelity build: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         source = open_build_input(args.input)
         tokenizer = load_tokenizer(args.tokenizer or source.tokenizer_spec)
         profile = bind_profile(source.profile_name, tokenizer)
     except (GoldenError, TokenizerNotFound, ProfileError, ValueError, KeyError) as e:
         print(f"tokfidelity build: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
     with tqdm(desc="build", unit="sample", file=sys.stderr, disable=args.no_progress, mininterval=0.5) as bar:
         result = build_records(source, profile, tokenizer, on_progress=bar.update,
@@ -51,7 +53,7 @@ def run(args) -> int:
         )
         for where, diagnosis in result.prompt_mismatches[:5]:
             print(f"  {where}: {diagnosis}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
 
     meta = {
         "format": "tokfidelity-train-1",
@@ -91,4 +93,4 @@ def run(args) -> int:
         print(f"  left out {where}: {why}", file=sys.stderr)
     if len(result.left_out) > 10:
         print(f"  ... and {len(result.left_out) - 10} more", file=sys.stderr)
-    return 1 if result.left_out else 0
+    return EXIT_FAILED if result.left_out else EXIT_OK

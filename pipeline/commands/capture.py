@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from ..cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from ..core.files import out_folder_problem
 
 HELP = "Capture golden outputs (exact prompt and output ids) from a real engine into golden/<DATASET>/."
 
@@ -29,7 +31,7 @@ def add_arguments(p):
     p.add_argument("--source-note", default=None, help="appended to the manifest's source: what the server ran (weights, dtype, version)")
 
 
-def _fail(message: str, code: int = 2) -> int:
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
     print(f"tokfidelity capture: {message}", file=sys.stderr)
     return code
 
@@ -71,8 +73,8 @@ def run(args) -> int:
     prompts_path = Path(args.prompts)
     if not prompts_path.is_file():
         return _fail(f"prompts file {prompts_path} does not exist")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        return _fail(f"--out {args.out} is a file; give the golden folder to write {args.dataset}/ into")
+    if problem := out_folder_problem(args.out, f"the golden folder to write {args.dataset}/ into"):
+        return _fail(problem)
     if args.engine == "transformers" and args.url:
         return _fail("--url is for --engine sglang or vllm; the transformers engine takes --model")
     prompts, bad = [], 0
@@ -126,4 +128,4 @@ def run(args) -> int:
         f"{summary.output_tokens} output tokens, finish: {reasons or 'none'}; "
         f"{len(summary.failed)} prompts failed, {bad} prompt lines skipped"
     )
-    return 1 if summary.failed or bad else 0
+    return EXIT_FAILED if summary.failed or bad else EXIT_OK

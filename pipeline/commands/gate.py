@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..cli import EXIT_OK, EXIT_FAILED
+
 HELP = "Check or show the gate record that a green fidelity suite writes for a dataset."
 
 
@@ -30,13 +32,13 @@ def run(args) -> int:
         record = read_record(args.state_dir, name)
         if record is None:
             print(f"tokfidelity gate show: no record for {name}", file=sys.stderr)
-            return 1
+            return EXIT_FAILED
         print(json.dumps(record, indent=2, ensure_ascii=False))
-        return 0
+        return EXIT_OK
 
     status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
     stream = sys.stdout if status.open else sys.stderr
     print(status.message, file=stream)
     if not status.open:
         print(f"to open it: {status.open_command}", file=sys.stderr)
-    return 0 if status.open else 1
+    return EXIT_OK if status.open else EXIT_FAILED

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..cli import EXIT_GATE_CLOSED
+
 
 def add_gate_arguments(p) -> None:
     p.add_argument("--dataset", required=True, help="golden dataset whose gate must be open (NAME or NAME_*)")
@@ -26,7 +28,7 @@ def closed_gate_exit(args, stage: str):
         f"tokfidelity {stage}: refused, nothing was sent or written. {status.message}\nOpen it with: {status.open_command}",
         file=sys.stderr,
     )
-    return 3, status
+    return EXIT_GATE_CLOSED, status
 
 
 def dataset_manifest(args, status):

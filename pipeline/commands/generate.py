@@ -7,7 +7,9 @@ import os
 import sys
 from pathlib import Path
 
+from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
 from .gated import add_gate_arguments, closed_gate_exit, dataset_manifest
+from ..core.files import out_folder_problem
 
 HELP = "Generate completions for a prompts file through a chat-completions API (OpenRouter by default), resumably."
 
@@ -92,7 +94,7 @@ def run(args) -> int:
 
     def usage_error(message: str) -> int:
         print(f"tokfidelity generate: {message}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
     base_url = args.base_url or OPENROUTER_BASE_URL
     api_key = (os.environ.get(API_KEY_ENV) or "").strip() or None  # a blank key is no key
@@ -106,8 +108,8 @@ def run(args) -> int:
         check_base_url(base_url)
     except ValueError as e:
         return usage_error(f"--base-url: {e}")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        return usage_error(f"--out {args.out} is a file; give a folder (created when missing)")
+    if problem := out_folder_problem(args.out):
+        return usage_error(problem)
     try:
         manifest = dataset_manifest(args, status)
         tokenizer = load_tokenizer(args.tokenizer or manifest.tokenizer)
@@ -139,11 +141,12 @@ def run(args) -> int:
 def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts) -> int:
     from ..stages.client import public_url
     from ..stages.generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
+    from ..core.files import atomic_write
     from ..stages.secrets import KeyMask
 
     def usage_error(message: str) -> int:
         print(f"tokfidelity generate: {message}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
     out_dir = Path(args.out)
     run_info = {
@@ -174,9 +177,7 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
             )
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
-        tmp = run_path.with_name(run_path.name + ".tmp")  # a kill never leaves half a run.json
-        tmp.write_text(KeyMask(api_key).text(json.dumps(run_info, indent=2) + "\n"), encoding="utf-8")
-        os.replace(tmp, run_path)
+        atomic_write(run_path, KeyMask(api_key).text(json.dumps(run_info, indent=2) + "\n"))  # never half a run.json
 
     job = GenerationJob(
         out_dir=out_dir,
@@ -239,4 +240,4 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
         print(f"  {len(bad_prompts)} prompt lines were skipped as unusable (named above); fix them and run again", file=sys.stderr)
     if result.failed:
         print("  run the same command again to retry the failed samples (finished ones are kept)", file=sys.stderr)
-    return 1 if result.failed or unproven or bad_prompts else 0
+    return EXIT_FAILED if result.failed or unproven or bad_prompts else EXIT_OK

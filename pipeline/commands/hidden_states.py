@@ -6,7 +6,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
 from .gated import add_gate_arguments, closed_gate_exit
+from ..core.files import out_folder_problem
 
 HELP = "Compute target-model hidden states for `tokfidelity build` records (transformers, or a configured engine command)."
 
@@ -76,19 +78,19 @@ def run(args) -> int:
             layers = [int(x) for x in args.aux_layers.split(",")] if args.aux_layers else None
         except ValueError:
             raise ValueError(f"--aux-layers: expected comma-separated layer numbers, e.g. 1,13,26; got {args.aux_layers!r}") from None
-        if Path(args.out).exists() and not Path(args.out).is_dir():
-            raise ValueError(f"--out {args.out} is a file; give a folder (created when missing)")
+        if problem := out_folder_problem(args.out):
+            raise ValueError(problem)
         if args.limit is not None and args.limit < 1:
             raise ValueError(f"--limit: expected a positive number of samples, got {args.limit}")
     except ValueError as e:
         print(f"tokfidelity hidden-states: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     out = Path(args.out)
     if args.command:
         argv = fill_command(args.command, {"data": str(train), "out": str(out), "hidden_states": str(out)})
         exit_code = run_configured_command(argv, log_path=out / "hidden_states_run.json")
         print(f"tokfidelity hidden-states: {argv[0]} exited with {exit_code}", file=sys.stderr)
-        return 0 if exit_code == 0 else 1
+        return EXIT_OK if exit_code == 0 else EXIT_FAILED
 
     from tqdm import tqdm
 
@@ -98,10 +100,10 @@ def run(args) -> int:
                                                      threads=args.threads, on_progress=bar.update, fmt=args.format)
         except (ValueError, FileNotFoundError) as e:
             print(f"tokfidelity hidden-states: {e}", file=sys.stderr)
-            return 1
+            return EXIT_FAILED
     print(
         f"tokfidelity hidden-states: {len(result.written)} written, {result.skipped} already there -> {out} ({args.format}) "
         f"(model {result.model}, aux layers {list(result.aux_layers) or 'n/a'}, {result.seconds:.1f}s)",
         file=sys.stderr,
     )
-    return 0
+    return EXIT_OK

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
+
 HELP = "Rebuild output token ids from OpenAI-compatible responses, one JSON object a line on stdin."
 
 
@@ -25,7 +27,7 @@ def run(args) -> int:
         profile = bind_profile(args.profile, tokenizer)
     except (TokenizerNotFound, ProfileError, ValueError) as e:
         print(f"tokfidelity reconstruct: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
     failures = 0
     out = sys.stdout
@@ -44,4 +46,4 @@ def run(args) -> int:
         print(f"<stdin>:{line_no}: {error}", file=sys.stderr)
         out.write(json.dumps({"error": error, "line": line_no}) + "\n")
     out.flush()
-    return 1 if failures else 0
+    return EXIT_FAILED if failures else EXIT_OK

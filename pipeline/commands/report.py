@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from ..cli import EXIT_OK, EXIT_FAILED
+
 HELP = "Draw report.html from results.json files (several, e.g. CI shards, are merged)."
 
 
@@ -23,13 +25,13 @@ def run(args) -> int:
         written = [write_results(doc, args.out), write_report(doc, args.out)]
     except ResultsError as e:
         print(f"tokfidelity report: {e}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except OSError as e:
         print(f"tokfidelity report: cannot write to {args.out}: {e.strerror or e}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     samples = sum(d["samples_run"] for d in doc["datasets"])
     print(f"{len(doc['datasets'])} dataset(s), {samples:,} samples run, {len(doc['samples']):,} not exact"
           + (" (PARTIAL: " + "; ".join(doc["partial_reasons"] or ["not every sample run"]) + ")" if doc["partial"] else ""))
     for path in written:
         print(path)
-    return 0
+    return EXIT_OK

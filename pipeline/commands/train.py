@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
 from .gated import add_gate_arguments, closed_gate_exit
+from ..core.files import out_folder_problem
 
 HELP = "Launch the configured drafter training command (SpecForge, speculators, ...) on built data; gated."
 
@@ -31,15 +33,15 @@ def run(args) -> int:
         train, build_dir = data_paths(args)
         check_data_tokenizer(args, status, build_dir)
         values = {"data": str(train), "out": str(Path(args.out)), "hidden_states": str(Path(args.hidden_states or ""))}
-        if Path(args.out).exists() and not Path(args.out).is_dir():
-            raise ValueError(f"--out {args.out} is a file; give a folder (created when missing)")
+        if problem := out_folder_problem(args.out):
+            raise ValueError(problem)
         if "{hidden_states}" in args.command and not args.hidden_states:
             raise ValueError("the command uses {hidden_states}: give --hidden-states")
         argv = fill_command(args.command, values)
     except ValueError as e:
         print(f"tokfidelity train: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(f"tokfidelity train: gate of {status.dataset} open; running: {' '.join(argv)}", file=sys.stderr)
     exit_code = run_configured_command(argv, log_path=Path(args.out) / "train_run.json")
     print(f"tokfidelity train: {argv[0]} exited with {exit_code} (recorded in {Path(args.out) / 'train_run.json'})", file=sys.stderr)
-    return 0 if exit_code == 0 else 1
+    return EXIT_OK if exit_code == 0 else EXIT_FAILED

@@ -157,10 +157,9 @@ def _now() -> str:
 
 
 def _write_json(path: Path, obj: Mapping[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    from .files import atomic_write
+
+    atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n", mkdir=True)
     return path
 
 

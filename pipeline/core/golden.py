@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .files import atomic_write
 from .errors import TokfidelityError
 from .jsonl import read_records
 from .responses import ResponseError, normalize_finish_reason
@@ -237,17 +238,13 @@ def write_dataset(dataset_dir: os.PathLike | str, manifest: Mapping[str, Any], s
     """Write a manifest and samples (one compact JSON object a line), atomically per file."""
     dataset_dir = Path(dataset_dir)
     dataset_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(dataset_dir / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    atomic_write(dataset_dir / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     lines = "".join(json.dumps(s, ensure_ascii=False, separators=(",", ":")) + "\n" for s in samples)
     try:
         lines.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (\ud800 in a prompt): write escaped, as it was given
         lines = "".join(json.dumps(s, separators=(",", ":")) + "\n" for s in samples)
-    _atomic_write(dataset_dir / SAMPLES_FILE, lines)
+    atomic_write(dataset_dir / SAMPLES_FILE, lines)
     return dataset_dir
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.core.diagnose import ADVICE, CLASSES, TEXT_PRESERVING_CLASSES
 
+from ..core.files import atomic_write
 from .assets import CSS, JS
 from .charts import CLASS_COLOURS, class_chart, class_hunks, position_bins, position_chart
 from .schema import VERDICTS
@@ -246,7 +247,5 @@ def write_report(doc: Mapping[str, Any], out_dir: str | os.PathLike) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "report.html"
-    tmp = path.with_name(f"report.html.{os.getpid()}.tmp")
-    tmp.write_text(render_report(doc), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, render_report(doc))
     return path

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.files import atomic_write
 from .details import DETAIL_LIMIT
 from .schema import SCHEMA, VERDICTS, VERSION, ResultsError, check_document
 
@@ -221,9 +222,7 @@ def write_results(doc: Mapping[str, Any], out_dir: str | os.PathLike) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
-    tmp = path.with_name(f"results.json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
     return path
 
 

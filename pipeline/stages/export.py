@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.files import atomic_path, atomic_write
 from ..core.jsonl import json_lines
 from ..core.profiles import Profile
 from ..core.render import RenderError, render_prompt
@@ -259,11 +260,9 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
 
 
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, separators=(",", ":")) + "\n")
-    os.replace(tmp, path)
 
 
 def write_export(out_dir: os.PathLike | str, records: Sequence[dict[str, Any]], meta: dict[str, Any],
@@ -275,9 +274,7 @@ def write_export(out_dir: os.PathLike | str, records: Sequence[dict[str, Any]], 
     _write_jsonl(train, records)
     _write_jsonl(out_dir / LEFT_OUT_FILE, left_out)
     meta_path = out_dir / EXPORT_META_FILE
-    tmp = meta_path.with_name(meta_path.name + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, meta_path)
+    atomic_write(meta_path, json.dumps(meta, indent=2) + "\n")
     return train
 
 

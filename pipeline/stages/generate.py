@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.files import atomic_write
 from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from .engine_check import compare_engine_ids, hidden_reasoning_tokens, prompt_render_result
 from .engine_ids import EngineIdsError, returned_ids
@@ -393,7 +394,5 @@ def write_summary(out_dir: Path, result: RunResult, extra: Mapping[str, Any], ma
         "torn_bytes_cut": result.torn_bytes,
         **{k: v for k, v in result.run_totals.as_dict().items() if k != "samples"},
     }}
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(mask.text(json.dumps(summary, indent=2) + "\n"), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, mask.text(json.dumps(summary, indent=2) + "\n"))
     return path

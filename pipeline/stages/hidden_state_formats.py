@@ -26,10 +26,11 @@ in ``train.jsonl`` order. A re-run into the same folder must have the same recor
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from ..core.files import atomic_path
 
 __all__ = ["FORMATS", "ORDER_FILE", "file_for", "write_sample", "check_order", "write_order"]
 
@@ -54,20 +55,19 @@ def write_sample(fmt: str, target: Path, record: Mapping[str, Any], last, aux: S
     input_ids = torch.tensor(record["input_ids"], dtype=torch.long)
     loss_mask = torch.tensor(record["loss_mask"], dtype=torch.long)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")  # no reader lists *.tmp
-    if fmt == "specforge":
-        torch.save({"input_ids": input_ids, "loss_mask": loss_mask, "hidden_state": last.float().contiguous(),
-                    "aux_hidden_state": torch.cat(list(aux), dim=-1).float().contiguous(), "id": str(record["id"])}, tmp)
-    else:
-        from safetensors.torch import save_file
-
-        if fmt == "speculators":
-            tensors = {"token_ids": input_ids, "hidden_states": torch.stack([*aux, last], dim=1).float().contiguous()}
+    with atomic_path(target) as tmp:  # a temporary *.tmp beside it (no reader lists *.tmp), renamed when whole
+        if fmt == "specforge":
+            torch.save({"input_ids": input_ids, "loss_mask": loss_mask, "hidden_state": last.float().contiguous(),
+                        "aux_hidden_state": torch.cat(list(aux), dim=-1).float().contiguous(), "id": str(record["id"])}, tmp)
         else:
-            tensors = {"input_ids": input_ids, "loss_mask": loss_mask, "hidden_state": last.float().contiguous(),
-                       "aux_hidden_state": torch.cat(list(aux), dim=-1).float().contiguous()}
-        save_file(tensors, str(tmp), metadata=dict(meta))
-    os.replace(tmp, target)
+            from safetensors.torch import save_file
+
+            if fmt == "speculators":
+                tensors = {"token_ids": input_ids, "hidden_states": torch.stack([*aux, last], dim=1).float().contiguous()}
+            else:
+                tensors = {"input_ids": input_ids, "loss_mask": loss_mask, "hidden_state": last.float().contiguous(),
+                           "aux_hidden_state": torch.cat(list(aux), dim=-1).float().contiguous()}
+            save_file(tensors, str(tmp), metadata=dict(meta))
 
 
 def check_order(fmt: str, out_dir: Path, records: Sequence[Mapping[str, Any]]) -> None:
@@ -94,9 +94,7 @@ def write_order(fmt: str, out_dir: Path, records: Sequence[Mapping[str, Any]]) -
         return
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / ORDER_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for index, record in enumerate(records):
             file = file_for(fmt, out_dir, index, record["id"]).relative_to(out_dir)
             f.write(json.dumps({"index": index, "id": str(record["id"]), "file": str(file)}) + "\n")
-    os.replace(tmp, path)

@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..files import atomic_path
 from .base import Tokenizer, read_json
 from .tokenizers_adapter import byte_level_bpe
 
@@ -126,9 +127,8 @@ def _load_gguf(path: Path) -> HFTokenizer:
     else:
         tok = _rebuild_gguf_tokenizer(path)
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = cache / f"tokenizer.json.{os.getpid()}.tmp"
-        tok.save(str(tmp))
-        os.replace(tmp, cached)
+        with atomic_path(cached) as tmp:
+            tok.save(str(tmp))
     return HFTokenizer(path.stem, str(path), [path], tok, _added_tokens(tok, None))
 
 
