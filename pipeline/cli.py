@@ -16,6 +16,7 @@ import sys
 # name -> module under pipeline.commands, in the order `tokfidelity --help` lists them.
 COMMANDS = {
     "reconstruct": "reconstruct",
+    "render": "render",
     "audit": "audit",
     "gate": "gate",
     "report": "report",

@@ -1,0 +1,81 @@
+"""tokfidelity render: conversations (JSONL on stdin or in a file) -> prompt ids (JSONL on stdout).
+
+The prompt-side twin of ``tokfidelity reconstruct``: each line's generation prompt exactly as an engine
+running the model's own tokenizer feeds it (``pipeline.core.render.render_prompt``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "Render prompt token ids from conversations, one {\"messages\", \"tools\"} JSON object a line, as the model's own tokenizer does."
+
+
+def add_arguments(p):
+    p.add_argument("--profile", required=True, help="model turn format, e.g. kimi-k2.5, kimi-k2, chatml, qwen3, deepseek-v3")
+    p.add_argument("--tokenizer", required=True, help="tokenizer path, folder name or hub id (its folder holds the chat template)")
+    p.add_argument("input", nargs="?", help="JSONL file of conversations (default: stdin)")
+
+
+def _conversation(item):
+    """(messages, tools, chat_template_kwargs) of one line, or ValueError naming the field."""
+    if not isinstance(item, dict):
+        raise ValueError(f"expected a JSON object with 'messages', got {type(item).__name__}")
+    if "messages" not in item:
+        raise ValueError("field 'messages' missing")
+    return item["messages"], item.get("tools"), item.get("chat_template_kwargs")
+
+
+def _render_lines(stream, name, profile, tokenizer, out) -> int:
+    from ..core.render import RenderError, render_prompt
+
+    failures = 0
+    # Bytes, decoded line by line: a byte that is not UTF-8 is that line's error, whatever the locale.
+    for line_no, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            messages, tools, kwargs = _conversation(json.loads(line.decode("utf-8")))
+            ids = render_prompt(messages, tools, profile, tokenizer, chat_template_kwargs=kwargs)
+        except UnicodeDecodeError as e:
+            error = f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}"
+        except json.JSONDecodeError as e:
+            error = f"not valid JSON: {e.msg} (column {e.colno})"
+        except RecursionError:
+            error = "not valid JSON: nested too deeply"
+        except RenderError as e:
+            error = str(e)
+        except ValueError as e:  # the line's shape (_conversation)
+            error = str(e)
+        else:
+            out.write(json.dumps({"prompt_ids": ids}, separators=(",", ":")) + "\n")
+            continue
+        failures += 1
+        print(f"{name}:{line_no}: {error}", file=sys.stderr)
+        out.write(json.dumps({"error": error, "line": line_no}, ensure_ascii=False) + "\n")
+    out.flush()
+    return failures
+
+
+def run(args) -> int:
+    from ..core.profiles import ProfileError, bind_profile
+    from ..core.render import RenderError, chat_template
+    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(args.tokenizer)
+        profile = bind_profile(args.profile, tokenizer)
+        chat_template(tokenizer)  # a tokenizer without a template is a usage error, before any line
+    except (TokenizerNotFound, ProfileError, RenderError, ValueError) as e:
+        print(f"tokfidelity render: {e}", file=sys.stderr)
+        return 2
+    if args.input is None:
+        return 1 if _render_lines(sys.stdin.buffer, "<stdin>", profile, tokenizer, sys.stdout) else 0
+    try:
+        stream = open(args.input, "rb")
+    except OSError as e:
+        print(f"tokfidelity render: cannot read {args.input}: {e.strerror}", file=sys.stderr)
+        return 2
+    with stream:
+        return 1 if _render_lines(stream, args.input, profile, tokenizer, sys.stdout) else 0

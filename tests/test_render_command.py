@@ -1,0 +1,87 @@
+"""`tokfidelity render`: conversations in, prompt ids out, one JSON object a line, bad lines named."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from pipeline.core.render import render_prompt
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "tokenizers"
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 1}}, "required": ["city"]}}}]
+
+
+def _tokfidelity(*args: str, stdin: bytes | str = b"") -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / "tokfidelity"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.cli"]
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run([*command, *args], input=data, capture_output=True, cwd=ROOT, env=os.environ.copy(), timeout=180)
+
+
+def test_lines_in_order_with_bad_lines_named(kimi, profile):
+    good = {"messages": [{"role": "user", "content": "Weather in Zürich?"}], "tools": TOOLS}
+    plain = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "2+2?"}], "tools": None}
+    lines = [
+        json.dumps(good),
+        "{not json",
+        json.dumps({"tools": TOOLS}),
+        "",
+        json.dumps({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}),
+        json.dumps(plain),
+        json.dumps([1, 2]),
+        json.dumps({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"thinking": False}}),
+    ]
+    result = _tokfidelity("render", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5", stdin="\n".join(lines) + "\n")
+    assert result.returncode == 1, result.stderr
+    out = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert len(out) == 7  # one per non-blank input line, in order
+    ids = render_prompt(good["messages"], TOOLS, profile, kimi)
+    assert out[0] == {"prompt_ids": ids}
+    assert "# Tools" in kimi.decode(ids)  # TypeScript declarations, as Kimi K2.5's tokenizer writes them
+    assert out[1]["line"] == 2 and "not valid JSON" in out[1]["error"]
+    assert out[2] == {"error": "field 'messages' missing", "line": 3}
+    assert out[3]["line"] == 5 and "messages[0].content[0]" in out[3]["error"]
+    assert out[4] == {"prompt_ids": render_prompt(plain["messages"], None, profile, kimi)}
+    assert out[5]["line"] == 7 and "JSON object" in out[5]["error"]
+    assert kimi.decode(out[6]["prompt_ids"]).endswith("<think></think>")
+    stderr = result.stderr.decode()
+    assert "<stdin>:2:" in stderr and "<stdin>:5:" in stderr and "Traceback" not in stderr
+
+
+def test_a_file_argument_and_all_good_exits_zero(tmp_path, kimi, profile):
+    conversation = {"messages": [{"role": "user", "content": "hi"}]}
+    path = tmp_path / "conversations.jsonl"
+    path.write_text(json.dumps(conversation) + "\n" + json.dumps({**conversation, "tools": TOOLS}) + "\n", encoding="utf-8")
+    result = _tokfidelity("render", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5", str(path))
+    assert result.returncode == 0, result.stderr
+    out = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert out == [{"prompt_ids": render_prompt(conversation["messages"], None, profile, kimi)},
+                   {"prompt_ids": render_prompt(conversation["messages"], TOOLS, profile, kimi)}]
+
+
+def test_bytes_that_are_not_utf8_are_named():
+    data = b'{"messages": [{"role": "user", "content": "caf\xe9"}]}\n{"messages": [{"role": "user", "content": "b"}]}\n'
+    result = _tokfidelity("render", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5", stdin=data)
+    assert result.returncode == 1
+    out = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert out[0] == {"error": "not UTF-8: byte 0xe9 at column 47", "line": 1} and "prompt_ids" in out[1]
+
+
+def test_usage_errors(tmp_path):
+    bad = _tokfidelity("render", "--profile", "nope", "--tokenizer", "kimi-k2.5")
+    assert bad.returncode == 2 and "unknown profile 'nope'" in bad.stderr.decode()
+    missing = _tokfidelity("render", "--profile", "kimi-k2.5", "--tokenizer", "kimi-k2.5", str(tmp_path / "absent.jsonl"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr.decode()
+    folder = tmp_path / "kimi-no-template"
+    folder.mkdir()
+    for name in ("tiktoken.model", "tokenizer_config.json"):
+        shutil.copy(SHARED / "kimi-k2.5" / name, folder / name)
+    no_template = _tokfidelity("render", "--profile", "kimi-k2.5", "--tokenizer", str(folder), stdin="{}\n")
+    assert no_template.returncode == 2 and "chat_template.jinja" in no_template.stderr.decode()
+    assert no_template.stdout == b""
