@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
 HELP = "Render prompt token ids from conversations, one {\"messages\", \"tools\"} JSON object a line, as the model's own tokenizer does."
 
 
@@ -69,13 +71,13 @@ def run(args) -> int:
         chat_template(tokenizer)  # a tokenizer without a template is a usage error, before any line
     except (TokenizerNotFound, ProfileError, RenderError, ValueError) as e:
         print(f"tokfidelity render: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.input is None:
-        return 1 if _render_lines(sys.stdin.buffer, "<stdin>", profile, tokenizer, sys.stdout) else 0
+        return EXIT_FAILED if _render_lines(sys.stdin.buffer, "<stdin>", profile, tokenizer, sys.stdout) else EXIT_OK
     try:
         stream = open(args.input, "rb")
     except OSError as e:
         print(f"tokfidelity render: cannot read {args.input}: {e.strerror}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     with stream:
-        return 1 if _render_lines(stream, args.input, profile, tokenizer, sys.stdout) else 0
+        return EXIT_FAILED if _render_lines(stream, args.input, profile, tokenizer, sys.stdout) else EXIT_OK
