@@ -126,9 +126,10 @@ class Dom(HTMLParser):
     def __init__(self, html: str):
         super().__init__(convert_charrefs=True)
         self.elements: list[tuple[str, dict[str, str | None]]] = []
-        self.text: dict[str, str] = {}
+        self._text: dict[str, list[str]] = {}
         self._open: list[str | None] = []
         self.feed(html)
+        self.text = {k: "".join(v) for k, v in self._text.items()}
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -136,7 +137,7 @@ class Dom(HTMLParser):
         if tag not in ("meta", "input", "br", "img", "link", "rect", "line"):
             self._open.append(attrs.get("id"))
             if attrs.get("id"):
-                self.text[attrs["id"]] = ""
+                self._text[attrs["id"]] = []
 
     def handle_endtag(self, tag):
         if self._open and tag not in ("meta", "input", "br", "img", "link", "rect", "line"):
@@ -145,7 +146,7 @@ class Dom(HTMLParser):
     def handle_data(self, data):
         for element_id in self._open:
             if element_id:
-                self.text[element_id] += data
+                self._text[element_id].append(data)
 
     def find(self, tag: str, **attrs: str) -> list[dict[str, str | None]]:
         """Elements with that tag whose attributes include ``attrs`` (attribute names with - as _)."""

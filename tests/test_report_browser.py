@@ -123,3 +123,36 @@ def test_shipped_datasets_alone_render_with_every_known_divergence(browser, repo
     assert len(known) == sum(d["counts"]["known"] for d in doc["datasets"] if d["name"] in SHIPPED) > 30
     dom = Dom(browser.dump_dom(page.as_uri() + "#filter:dataset=" + ",".join(SHIPPED))[0])
     assert _visible(dom) == known
+
+
+def test_a_report_of_40000_samples_loads_in_seconds_and_lists_every_sample(browser, tmp_path):
+    """The shipped datasets' report merged with 40,000 synthetic samples of ~3,500 tokens (nearly all with
+    a harmless re-split; bench/bench_report.py makes them from real diagnoses): new, known and
+    text-changing samples in detail, the rest a page at a time, and every one reachable by a filter."""
+    import importlib.util
+
+    from pipeline.reporting.html import write_report
+    from pipeline.reporting.results import merge_results
+
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "bench_report.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    synth = bench.synthetic(40_000, 3_500)
+    doc = merge_results([("synthetic", synth)])
+    page = write_report(doc, tmp_path)
+    size = page.stat().st_size
+    dom = Dom(browser.dump_dom(page.as_uri())[0])
+    body = dom.body()
+    ready = int(body["data-ready-ms"])
+    print(f"40,000 samples: report.html {size / 1e6:.1f} MB, page script done {ready} ms after navigation")
+    assert size < 25_000_000 and ready < 15_000
+    assert int(body["data-shown"]) == len(doc["samples"]) > 36_000
+    detailed = {a["data-sample"] for a in dom.find("article") if "data-sample" in a}
+    must = {f'{s["dataset"]}/{s["id"]}' for s in doc["samples"] if s["verdict"] in ("new", "known") or not s["texts_identical"]}
+    assert must <= detailed and len(detailed) - len(must) == 300  # plus the first 300 re-splits
+    assert len(dom.find("tr", **{"class": "srow"})) == 200  # the summarised list, a page at a time
+    last = doc["samples"][-1]
+    one = Dom(browser.dump_dom(page.as_uri() + f"#filter:verdict={last['verdict']}")[0])
+    shown = int(one.body()["data-shown"])
+    assert shown == sum(s["verdict"] == last["verdict"] for s in doc["samples"])
+    assert browser.page_requests == []

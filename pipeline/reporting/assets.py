@@ -29,7 +29,8 @@ code.cmd{background:#f0f3f6;padding:2px 6px;border-radius:3px;user-select:all}
 #filters fieldset{display:inline-block;border:1px solid var(--line);margin:2px 6px 2px 0;padding:2px 8px}
 #filters label{margin-right:8px;white-space:nowrap;font-size:12px}
 #shown{font-weight:600;margin-left:6px}
-article.sample{border:1px solid var(--line);border-radius:5px;padding:8px 12px;margin:10px 0}
+article.sample{border:1px solid var(--line);border-radius:5px;padding:8px 12px;margin:10px 0;
+  content-visibility:auto;contain-intrinsic-size:auto 260px}
 article.sample[hidden],tr[hidden]{display:none}
 .sbs{display:grid;grid-template-columns:1fr 1fr;gap:10px}
 .side{border-left:3px solid #cfd6dd;padding-left:6px;min-width:0}.side h5{margin:0 0 2px;font-size:11px;color:var(--mute);font-weight:600}

@@ -3,6 +3,7 @@ divergences fall (relative position, stacked by class). Plain strings, no librar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
@@ -51,7 +52,8 @@ def class_chart(data: Mapping[str, Mapping[str, int]], verdicts: Sequence[str]) 
     classes = [c for c in CLASSES if c in data] + sorted(c for c in data if c not in CLASSES)
     if not classes:
         return '<p class="empty">no divergent hunks</p>'
-    top = max(sum(data[c].values()) for c in classes)
+    # A log scale: at 40,000 samples re-splits outnumber every other class by a thousand to one.
+    top = math.log10(1 + max(sum(data[c].values()) for c in classes))
     label_w, bar_w, row_h = 150, 420, 22
     height = row_h * len(classes) + 30
     parts = [f'<svg class="chart" id="chart-classes" role="img" aria-label="hunks by class" width="{label_w + bar_w + 70}" '
@@ -60,10 +62,12 @@ def class_chart(data: Mapping[str, Mapping[str, int]], verdicts: Sequence[str]) 
         y = row * row_h + 4
         parts.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{escape(cls)}</text>')
         x = float(label_w)
+        total = sum(data[cls].values())
+        length = bar_w * math.log10(1 + total) / top  # the bar's length is log-scaled; its segments share it by count
         for v in verdicts:
             n = data[cls].get(v, 0)
             if n:
-                w = bar_w * n / top
+                w = length * n / total
                 parts.append(_rect(x, y, w, row_h - 6, VERDICT_COLOURS.get(v, "#999"), f"{cls}: {n} hunk(s) in {v} samples"))
                 x += w
         parts.append(f'<text x="{x + 4:.1f}" y="{y + 14}">{sum(data[cls].values()):,}</text>')

@@ -74,14 +74,21 @@ def _summary_table(datasets: Sequence[Mapping[str, Any]]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
+def _token_title(t: Mapping[str, Any]) -> str:
+    check = "ok" if t.get("ok", True) else "DIFFERS: decode(prefix)+decode([id]) != decode(prefix+[id])"
+    return f"index {t['i']}; alone {t['text']!r}; in context {t['ctx']!r}; context check {check}"
+
+
 def _token(t: Mapping[str, Any]) -> str:
     cls = "t" + (" h" if t.get("hunk") else "") + (" sp" if t.get("special") else "") + \
         (" bad" if "bytes" in t else "") + ("" if t.get("ok", True) else " cx")
     shown = "".join(f"\\x{t['bytes'][k:k + 2]}" for k in range(0, len(t["bytes"]), 2)) if "bytes" in t else t["text"]
-    check = "ok" if t.get("ok", True) else "DIFFERS: decode(prefix)+decode([id]) != decode(prefix+[id])"
-    title = f"index {t['i']}, id {t['id']}; alone {t['text']!r}; in context {t['ctx']!r}; context check {check}"
-    ctx = "" if t.get("ok", True) else f"<u>\u2717 {visible(t['ctx'])}</u>"
-    return f'<span class="{cls}" title="{escape(title)}"><b>{visible(shown)}</b><i>{t["id"]}</i>{ctx}</span>'
+    ctx, title = "", ""
+    if t.get("hunk") or not t.get("ok", True):  # the tokens a reader hovers: index, both texts, the check
+        title = f' title="{escape(_token_title(t))}"'
+    if not t.get("ok", True):
+        ctx = f"<u>\u2717 {visible(t['ctx'])}</u>"
+    return f'<span class="{cls}"{title}><b>{visible(shown)}</b><i>{t["id"]}</i>{ctx}</span>'
 
 
 def _hunk(n: int, h: Mapping[str, Any]) -> str:
@@ -213,7 +220,7 @@ def render_report(doc: Mapping[str, Any]) -> str:
         f'{escape(str(doc.get("code", {}).get("fingerprint", ""))[:16])}</p>',
         _status(doc),
         "<h2>Datasets</h2>", _summary_table(doc["datasets"]),
-        "<h2>Divergences</h2><div class=\"charts\"><div><h4>hunks by class and verdict</h4>",
+        "<h2>Divergences</h2><div class=\"charts\"><div><h4>hunks by class and verdict (bar length: log scale)</h4>",
         class_chart(class_hunks(samples), VERDICTS),
         "</div><div><h4>where in the output hunks start</h4>", position_chart(position_bins(samples)), "</div></div>",
         "<h2>Reviewing</h2>", _review(doc),
