@@ -140,8 +140,8 @@ def run(args) -> int:
 
 def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts) -> int:
     from ..stages.client import public_url
-    from ..stages.generate import RECORDS_FILE, RUN_FILE, GenerationJob, run_generation, write_summary
-    from ..core.files import atomic_write
+    from ..stages.generate import GenerationJob, run_generation, write_summary
+    from ..stages.run_folder import GENERATE_KEYS, RunFolderMismatch, claim_run_folder
     from ..stages.secrets import KeyMask
 
     def usage_error(message: str) -> int:
@@ -158,26 +158,10 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
         "model": args.model,
         "base_url": public_url(base_url),  # never a user:password written to disk
     }
-    run_path = out_dir / RUN_FILE
-    if run_path.exists():
-        try:
-            previous = json.loads(run_path.read_text(encoding="utf-8"))
-        except ValueError:  # not JSON, or not UTF-8
-            previous = None
-        if not isinstance(previous, dict):
-            return usage_error(
-                f"{run_path} is not readable as a JSON object, so the records in {out_dir} cannot be matched to this run; "
-                "restore it, or use another --out folder"
-            )
-        differing = [k for k in ("dataset", "profile", "tokenizer_fingerprint", "model") if previous.get(k) != run_info[k]]
-        if differing:
-            return usage_error(
-                f"{out_dir} holds generations made with other settings ({', '.join(f'{k}: {previous.get(k)!r} now {run_info[k]!r}' for k in differing)}); "
-                "use another --out folder so the two runs do not mix"
-            )
-    else:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(run_path, KeyMask(api_key).text(json.dumps(run_info, indent=2) + "\n"))  # never half a run.json
+    try:
+        claim_run_folder(out_dir, run_info, GENERATE_KEYS, KeyMask(api_key))
+    except RunFolderMismatch as e:
+        return usage_error(str(e))
 
     job = GenerationJob(
         out_dir=out_dir,
@@ -204,10 +188,18 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
     bar.close()
     write_summary(out_dir, result, run_info, mask=job.mask)
 
+    return _report(result, job, len(prompts), len(bad_prompts))
+
+
+def _report(result, job, n_prompts: int, n_bad_prompts: int) -> int:
+    """Print what the run did and what the records file now holds; the exit code."""
+    from ..stages.generate import RECORDS_FILE
+
+    out_dir = job.out_dir
     t = result.totals
     print(
         f"tokfidelity generate: {result.finished} generated, {result.skipped} already done, {len(result.failed)} failed "
-        f"({len(prompts)} prompts); {out_dir / RECORDS_FILE} holds {t.samples} records: "
+        f"({n_prompts} prompts); {out_dir / RECORDS_FILE} holds {t.samples} records: "
         + ", ".join(f"{k} {v}" for k, v in t.checks.items())
         + f"; tokens: prompt {t.prompt_tokens}, completion {t.completion_tokens} (reasoning {t.reasoning_tokens}); cost {t.cost:.6f}",
         file=sys.stderr,
@@ -236,8 +228,8 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
             f"  {unproven} records are flagged (check != ok): their ids are not proven; see 'check_detail' in {RECORDS_FILE}",
             file=sys.stderr,
         )
-    if bad_prompts:
-        print(f"  {len(bad_prompts)} prompt lines were skipped as unusable (named above); fix them and run again", file=sys.stderr)
+    if n_bad_prompts:
+        print(f"  {n_bad_prompts} prompt lines were skipped as unusable (named above); fix them and run again", file=sys.stderr)
     if result.failed:
         print("  run the same command again to retry the failed samples (finished ones are kept)", file=sys.stderr)
-    return EXIT_FAILED if result.failed or unproven or bad_prompts else EXIT_OK
+    return EXIT_FAILED if result.failed or unproven or n_bad_prompts else EXIT_OK

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -30,46 +29,16 @@ def add_arguments(p):
     p.add_argument("--no-progress", action="store_true")
 
 
-def data_paths(args) -> tuple[Path, Path]:
-    """(train.jsonl, the build folder) from --data."""
-    data = Path(args.data)
-    train = data / "train.jsonl" if data.is_dir() else data
-    if not train.is_file():
-        raise ValueError(f"{train} does not exist: run `tokfidelity build --in ... --out {data}` first")
-    return train, train.parent
-
-
-def check_data_tokenizer(args, status, build_dir: Path) -> None:
-    """The records must come from the tokenizer the gate verified; ValueError otherwise."""
-    meta_path = build_dir / "export.json"
-    if not meta_path.is_file():
-        raise ValueError(f"{meta_path} is missing: only `tokfidelity build` output can be used (it records the tokenizer)")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except ValueError as e:  # not JSON, or not UTF-8
-        raise ValueError(f"{meta_path}: not valid JSON ({e}); run `tokfidelity build` again") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{meta_path}: expected a JSON object; run `tokfidelity build` again")
-    from ..core.tokenizer import load_tokenizer
-    from .gated import dataset_manifest
-
-    gated = load_tokenizer(args.tokenizer or dataset_manifest(args, status).tokenizer)
-    if meta.get("tokenizer_fingerprint") != gated.fingerprint:
-        raise ValueError(
-            f"{build_dir} was built with tokenizer {meta.get('tokenizer')!r} ({str(meta.get('tokenizer_fingerprint'))[:12]}), "
-            f"but the gate of {status.dataset} verified {gated.name!r} ({gated.fingerprint[:12]}): rebuild with the verified tokenizer"
-        )
-
-
 def run(args) -> int:
     code, status = closed_gate_exit(args, "hidden-states")  # before loading or writing anything
     if code is not None:
         return code
+    from ..stages.built_data import gated_build
     from ..stages.gpu_stages import fill_command, hidden_states_with_transformers, run_configured_command
+    from .gated import dataset_manifest
 
     try:
-        train, build_dir = data_paths(args)
-        check_data_tokenizer(args, status, build_dir)
+        train, _ = gated_build(args.data, args.tokenizer or dataset_manifest(args, status).tokenizer, status.dataset)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
         if args.command and args.format != "safetensors":

@@ -26,12 +26,12 @@ def run(args) -> int:
     code, status = closed_gate_exit(args, "train")  # before running or writing anything
     if code is not None:
         return code
+    from ..stages.built_data import gated_build
     from ..stages.gpu_stages import fill_command, run_configured_command
-    from .hidden_states import check_data_tokenizer, data_paths
+    from .gated import dataset_manifest
 
     try:
-        train, build_dir = data_paths(args)
-        check_data_tokenizer(args, status, build_dir)
+        train, _ = gated_build(args.data, args.tokenizer or dataset_manifest(args, status).tokenizer, status.dataset)
         values = {"data": str(train), "out": str(Path(args.out)), "hidden_states": str(Path(args.hidden_states or ""))}
         if problem := out_folder_problem(args.out):
             raise ValueError(problem)

@@ -341,6 +341,52 @@ def _final_tokens(samples, stop_ids: tuple, tokenizer: Tokenizer, failures: list
     return groups
 
 
+def _special_token_checks(tokenizer: Tokenizer, failures: list[str], warnings: list[str]) -> list[SpecialTokenCheck]:
+    """Every special token's round trip (encode its text, decode its id); failures and warnings noted."""
+    specials = [
+        SpecialTokenCheck(
+            text, i, tokenizer.encode(text), tokenizer.decode([i]) if tokenizer.is_valid_id(i) else None
+        )
+        for text, i in sorted(tokenizer.special_tokens.items(), key=lambda kv: kv[1])
+    ]
+    failed = [s for s in specials if not s.ok]
+    for s in failed[:LIST_LIMIT]:
+        failures.append(
+            f"special token {s.text!r} {s.id} does not round-trip: encode(text) = {s.encoded}, decode([id]) = {s.decoded!r}"
+        )
+    if len(failed) > LIST_LIMIT:
+        failures.append(f"... and {len(failed) - LIST_LIMIT} more special tokens do not round-trip")
+    if len(set(tokenizer.special_tokens.values())) != len(tokenizer.special_tokens):
+        dup = [i for i, n in Counter(tokenizer.special_tokens.values()).items() if n > 1]
+        warnings.append(f"several special-token texts share an id: {dup[:LIST_LIMIT]}")
+    return specials
+
+
+def _near_special_range(tokenizer: Tokenizer, first_special: int | None, rows, golden, warnings: list[str]) -> list[int]:
+    """Ordinary ids just below the special range (and any of them this profile or data uses); warned about."""
+    near: list[int] = []
+    if first_special is not None:
+        candidates = [
+            i
+            for i in range(first_special - 1, max(-1, first_special - 1 - NEAR_RANGE), -1)
+            if i not in tokenizer.special_ids and tokenizer.token_bytes(i)
+        ]
+        near = candidates[:NEAR_SHOWN]
+        of_interest = {c for _, _, c in rows if c is not None} | {
+            i for g in golden.values() for i in g.found if i is not None and i not in g.stop_ids
+        }
+        near += [i for i in candidates[NEAR_SHOWN:] if i in of_interest]
+        if near:
+            flagged = [i for i in near if i in of_interest]
+            note = f"; {', '.join(_show(tokenizer, i) for i in flagged)} appear(s) in this profile or data" if flagged else ""
+            warnings.append(
+                f"look-alikes: {', '.join(_show(tokenizer, i) for i in near[:NEAR_SHOWN])} are ordinary tokens just "
+                f"below the special range (first special id {first_special}); an id from there written as a "
+                f"marker is a misconfiguration{note}"
+            )
+    return near
+
+
 def audit(
     profile: Profile | ProfileSpec | str,
     tokenizer: Tokenizer,
@@ -363,22 +409,7 @@ def audit(
         for problem in m.problems:
             failures.append(f"marker {m.text!r} ({', '.join(m.roles)}) {problem}")
 
-    specials = [
-        SpecialTokenCheck(
-            text, i, tokenizer.encode(text), tokenizer.decode([i]) if tokenizer.is_valid_id(i) else None
-        )
-        for text, i in sorted(tokenizer.special_tokens.items(), key=lambda kv: kv[1])
-    ]
-    failed = [s for s in specials if not s.ok]
-    for s in failed[:LIST_LIMIT]:
-        failures.append(
-            f"special token {s.text!r} {s.id} does not round-trip: encode(text) = {s.encoded}, decode([id]) = {s.decoded!r}"
-        )
-    if len(failed) > LIST_LIMIT:
-        failures.append(f"... and {len(failed) - LIST_LIMIT} more special tokens do not round-trip")
-    if len(set(tokenizer.special_tokens.values())) != len(tokenizer.special_tokens):
-        dup = [i for i, n in Counter(tokenizer.special_tokens.values()).items() if n > 1]
-        warnings.append(f"several special-token texts share an id: {dup[:LIST_LIMIT]}")
+    specials = _special_token_checks(tokenizer, failures, warnings)
 
     stop_ids = tuple(c for role, _, c in rows if c is not None and (role == "stop" or role.startswith("stop.")))
     golden = _final_tokens(samples, stop_ids, tokenizer, failures, warnings) if samples is not None else {}
@@ -393,26 +424,7 @@ def audit(
             "such text in content stays ordinary tokens: a parser that maps it to the marker makes marker-text hunks"
         )
     first_special = min(tokenizer.special_ids) if tokenizer.special_ids else None
-    near: list[int] = []
-    if first_special is not None:
-        candidates = [
-            i
-            for i in range(first_special - 1, max(-1, first_special - 1 - NEAR_RANGE), -1)
-            if i not in tokenizer.special_ids and tokenizer.token_bytes(i)
-        ]
-        near = candidates[:NEAR_SHOWN]
-        of_interest = {c for _, _, c in rows if c is not None} | {
-            i for g in golden.values() for i in g.found if i is not None and i not in g.stop_ids
-        }
-        near += [i for i in candidates[NEAR_SHOWN:] if i in of_interest]
-        if near:
-            flagged = [i for i in near if i in of_interest]
-            note = f"; {', '.join(_show(tokenizer, i) for i in flagged)} appear(s) in this profile or data" if flagged else ""
-            warnings.append(
-                f"look-alikes: {', '.join(_show(tokenizer, i) for i in near[:NEAR_SHOWN])} are ordinary tokens just "
-                f"below the special range (first special id {first_special}); an id from there written as a "
-                f"marker is a misconfiguration{note}"
-            )
+    near = _near_special_range(tokenizer, first_special, rows, golden, warnings)
     return AuditReport(
         profile=name,
         tokenizer=tokenizer.name,
