@@ -21,6 +21,7 @@ COMMANDS = {
     "gate": "gate",
     "report": "report",
     "capture": "capture",
+    "golden-from": "golden_from",
     "generate": "generate",
     "build": "build",
     "hidden-states": "hidden_states",

@@ -144,3 +144,29 @@ def test_build_refuses_engine_prompt_ids_that_differ_from_the_rendering(tmp_path
     code = main(["build", "--in", str(tmp_path / "out"), "--out", str(tmp_path / "train"), "--no-progress"])
     assert code != 0
     assert "differs from the golden prompt_ids" in capsys.readouterr().err
+
+
+def test_golden_from_generations_gives_the_suite_the_same_responses(tmp_path, golden, capsys):
+    from pipeline.core.fidelity import EXACT, Judge
+    from pipeline.core.golden import read_samples
+
+    chat = EngineIdsChat("vllm")
+    _, records, _, _ = _generate(tmp_path, golden, chat, ["plain", "[split]", "[hidden-reasoning]"], "--return-token-ids")
+    assert main(["golden-from", "--generations", str(tmp_path / "out"), "--dataset", "E1_engine", "--out", str(golden)]) == 0
+    assert "2 samples with the engine's ids; 1 records left out" in capsys.readouterr().out
+    samples = list(read_samples(golden / "E1_engine"))
+    assert [s.id for s in samples] == ["p0", "p1"]
+    judge = Judge(chat.profile, chat.tok, "sglang")
+    for s in samples:
+        record = records[s.id]
+        assert s.output_ids == record["output_ids"] and s.prompt_ids == record["prompt_ids"]
+        verdict = judge(s)
+        if record["check"] == "ok":
+            assert verdict.kind == EXACT
+        else:  # the suite sees exactly the divergence generate recorded
+            assert verdict.signature == record["divergence"]["signature"] and list(verdict.classes) == record["divergence"]["classes"]
+
+
+def test_golden_from_refuses_a_folder_that_is_not_a_generate_run(tmp_path, capsys):
+    assert main(["golden-from", "--generations", str(tmp_path), "--dataset", "X", "--out", str(tmp_path / "g")]) == 2
+    assert "not a `tokfidelity generate` output folder" in capsys.readouterr().err

@@ -29,7 +29,6 @@ from pipeline.core.golden import load_manifest, read_samples
 from pipeline.core.profiles import bind_profile
 from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.tokenizer import load_tokenizer
-from pipeline.stages.engine_golden import golden_from_generations
 from pipeline.stages.model_folder import model_folder
 from servers.vllm_server import start_vllm, stop_vllm, unavailable
 
@@ -154,13 +153,15 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
             assert r["check"] == "reconstruction_differs", r.get("check_detail")
             assert rebuilt != r["output_ids"] and r["divergence"]["classes"]
             differs += 1
+    print(f"generate: {len(records)} records with engine ids, {len(records) - differs} rebuilt exactly, {differs} differ "
+          f"({[r['divergence']['classes'] for r in records.values() if 'divergence' in r]})")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ids_sources"] == {"engine": len(records)}
     assert summary["engine_ids"]["compared"] == len(records) and summary["engine_ids"]["reconstruction_differs"] == differs
 
     # 4. the same responses as golden samples: the suite's verdict equals what generate recorded
-    result = golden_from_generations(out, golden / "vllm-generated")
-    assert result.written == len(records) and result.left_out == 0
+    assert main(["golden-from", "--generations", str(out), "--dataset", "vllm-generated", "--out", str(golden)]) == 0
+    assert f"{len(records)} samples with the engine's ids; 0 records left out" in capsys.readouterr().out
     _verify("vllm-generated", golden, state)
     snapshots = _snapshots(golden / "vllm-generated")
     recorded = {i: r["divergence"]["signature"] for i, r in records.items() if r["check"] == "reconstruction_differs"}
