@@ -41,6 +41,15 @@ SUPPORT = {
                                "tml-renderers": "disable_thinking"}},
     "deepseek-v3": {"hf": "deepseek-v3", "renderers": "DeepSeekV3RendererConfig", "tinker-cookbook": "deepseekv3",
                     "tml-renderers": "DeepSeekV3"},
+    # tml-renderers brings its own vocabularies. renderers and tinker-cookbook need a transformers tokenizer
+    # object: Kimi's is built only by code from its model repository (never run here), and no transformers
+    # tokenizer of o200k_harmony is among the shared tokenizers.
+    "kimi-k2.5": {"tml-renderers": "KimiK25"},
+    "gpt-oss": {"tml-renderers": "GptOss"},
+}
+NO_HF_TOKENIZER = {
+    "kimi-k2.5": "needs Kimi's tokenizer as a transformers object, which only its repository's code builds",
+    "gpt-oss": "needs a transformers tokenizer of o200k_harmony, which the shared tokenizers do not hold",
 }
 
 
@@ -183,9 +192,14 @@ def bench_dataset(dataset_dir: Path, repeat: int) -> None:
     if support is None:
         print("  (no peer has a renderer set up here for this profile)")
         return
-    folder, _ = resolve_tokenizer_dir(support["hf"])
-    hf = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    hf = None
+    if "hf" in support:
+        folder, _ = resolve_tokenizer_dir(support["hf"])
+        hf = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     for peer in PEERS:
+        if peer not in support:
+            print(f"  {peer:<16} not run: {NO_HF_TOKENIZER.get(manifest.profile, 'no renderer set up here')}")
+            continue
         try:
             convert, rebuild = _peer(peer, manifest.profile, hf)
             messages = [convert(t) for t in turns]
