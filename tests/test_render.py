@@ -112,7 +112,7 @@ def renderers_differs(messages, tools) -> str | None:
 
 
 def test_renderers_renderer_gives_the_same_ids(kimi, profile, renderer):
-    cases = [(m, t) for _, m, t in golden_conversations()] + generated_conversations(seed=7, count=GENERATED)
+    cases = [(m, t) for _, m, t in golden_conversations()] + generated_conversations(seed=7, count=600)
     same = 0
     for i, (messages, tools) in enumerate(cases):
         if renderers_differs(messages, tools):
@@ -121,7 +121,7 @@ def test_renderers_renderer_gives_the_same_ids(kimi, profile, renderer):
         theirs = renderer.render_ids(copy.deepcopy(messages), tools=sorted_tools, add_generation_prompt=True)
         assert render_prompt(messages, tools, profile, kimi) == theirs, f"case {i}"
         same += 1
-    assert same >= 280, same
+    assert same >= 232 + 120, same  # every golden conversation, and generated ones
 
 
 def test_typescript_declarations_are_used_and_shorter_on_b1(kimi, profile):
