@@ -32,6 +32,8 @@ class ResultsRecorder:
     """Per-process: sample records. On the controller: merging and writing the report."""
 
     def __init__(self, session, out_dir: Path):
+        if out_dir.exists() and not out_dir.is_dir():  # said now, not after the whole run when the report is due
+            raise pytest.UsageError(f"--tokfidelity-report: {out_dir} is a file; the report needs a folder there")
         self.session = session
         self.config = session.config
         self.out_dir = out_dir

@@ -119,6 +119,15 @@ def test_the_report_page_is_self_contained_and_lists_every_divergent_sample(runs
     assert 'id="partial" data-complete="1"' in page
 
 
+def test_a_report_folder_that_is_a_file_is_a_usage_error_before_the_run(tmp_path):
+    make_golden(tmp_path)
+    (tmp_path / "taken").write_text("a file", encoding="utf-8")
+    result = run_pytest(tmp_path, tmp_path / "taken", datasets="P9")
+    assert result.returncode == 4, result.stdout[-2000:]  # pytest's usage error
+    assert "--tokfidelity-report:" in result.stderr and "is a file" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "state").exists()
+
+
 def test_partial_runs_say_so(tmp_path):
     make_golden(tmp_path)
     result = run_pytest(tmp_path, tmp_path / "out", "--tokfidelity-sample=5", datasets="B3")
