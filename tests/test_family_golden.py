@@ -113,3 +113,14 @@ def test_plugin_fails_exactly_the_quirk_samples_without_reviewed_snapshots(pytes
     failed = sum(1 for q in [*_quirks("Q1_glaive").values(), *_quirks("D1_glaive").values()] if not q.startswith("none"))
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] == failed, result.stdout.str()[-3000:]
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_family_sets_build_and_render_to_their_prompt_ids(name, tmp_path, capsys):
+    """`tokfidelity build` renders every prompt with the real chat template (Qwen3's thinking-off samples with
+    their chat_template_kwargs) and gets the golden prompt_ids back."""
+    from pipeline.cli import main
+
+    assert main(["build", "--in", str(GOLDEN / name), "--out", str(tmp_path / "out"), "--no-progress"]) == 0, capsys.readouterr().err
+    meta = json.loads((tmp_path / "out" / "export.json").read_text())
+    assert meta["samples"] == meta["prompt_ids_checked"] == len(_quirks(name))

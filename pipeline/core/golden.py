@@ -71,6 +71,7 @@ class GoldenSample:
     prompt_ids: list[int] | None = None
     response: Mapping[str, Any] | None = None  # a recorded API response, reconstructed instead of a view
     raw_finish_reason: Any = None
+    chat_template_kwargs: Mapping[str, Any] | None = None  # the request's template variables ({"enable_thinking": false})
 
 
 def _require(obj: Mapping, key: str, kind: type | tuple, path: Path, line: int, optional: bool = False):
@@ -184,6 +185,9 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
     for key in ("messages", "tools"):
         if obj.get(key) is not None and not isinstance(obj[key], list):
             raise GoldenError(path, line, key, f"expected a list, got {type(obj[key]).__name__}")
+    template_kwargs = obj.get("chat_template_kwargs")
+    if template_kwargs is not None and not isinstance(template_kwargs, dict):
+        raise GoldenError(path, line, "chat_template_kwargs", f"expected an object of template variables, got {type(template_kwargs).__name__}")
     return GoldenSample(
         id=sample_id,
         output_ids=output_ids,
@@ -194,6 +198,7 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
         prompt_ids=prompt_ids,
         response=response,
         raw_finish_reason=obj["finish_reason"],
+        chat_template_kwargs=template_kwargs,
     )
 
 

@@ -156,6 +156,7 @@ class _Sample:
     golden_prompt: list[int] | None = None
     usage: Any = None
     exact: bool = False  # ids from the engine (a golden capture, or a generate record with ids_source "engine")
+    chat_template_kwargs: Any = None  # the request's template variables (Qwen3: {"enable_thinking": false})
 
 
 def _generation_sample(item: Any) -> _Sample | str:
@@ -182,7 +183,8 @@ def _input_samples(source: BuildInput) -> Iterator[tuple[int, Any, _Sample | str
             if isinstance(s, Exception):
                 yield s.line, None, s
             else:
-                yield s.line, s.id, _Sample(s.id, s.messages, s.tools, s.output_ids, s.finish_reason, s.prompt_ids, exact=True)
+                yield s.line, s.id, _Sample(s.id, s.messages, s.tools, s.output_ids, s.finish_reason, s.prompt_ids, exact=True,
+                                            chat_template_kwargs=s.chat_template_kwargs)
         return
     for line, item in _rows(source.path):
         sample_id = item.get("id") if isinstance(item, dict) else None
@@ -227,7 +229,7 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
         result.leave_out(where, sample.id, "field 'messages' missing: the prompt cannot be rendered")
         return
     try:
-        prompt_ids = render_prompt(sample.messages, sample.tools, profile, tokenizer)
+        prompt_ids = render_prompt(sample.messages, sample.tools, profile, tokenizer, chat_template_kwargs=sample.chat_template_kwargs)
     except RenderError as e:
         result.leave_out(where, sample.id, str(e))
         return
