@@ -148,3 +148,28 @@ def test_reconstruct_reads_reasoning_content_or_reasoning_and_ignores_extra_fiel
         line = {"id": "chatcmpl-1", "model": "Qwen/Qwen3-8B", key: view["reasoning"], "content": view["content"],
                 "tool_calls": view["tool_calls"], "finish_reason": view["finish_reason"]}
         assert reconstruct_output_ids(line, profile, tokenizer) == ids
+
+
+def test_regions_of_qwen3_and_deepseek_outputs(qwen3, deepseek):
+    """split_output (what diagnosis asks for regions) reads each family's layout from its profile data."""
+    from pipeline.core.layout import BETWEEN, CONTENT, REASONING, TOOL_ARGUMENTS, split_output
+
+    t, p = qwen3
+    ids = qwen3_ids(t, p, "\nr\n", "c", [qwen3_call("get", {"q": 1}), qwen3_call("put", {"q": 2})])
+    layout = split_output(ids, p)
+    assert t.decode(ids[layout.reasoning.start:layout.reasoning.end]) == "\nr\n" and layout.think_closed
+    assert t.decode(ids[layout.content.start:layout.content.end]) == "\n\nc\n"
+    assert [t.decode(ids[c.arguments.start:c.arguments.end]) for c in layout.tool_calls] == [
+        '\n{"name": "get", "arguments": {"q": 1}}\n', '\n{"name": "put", "arguments": {"q": 2}}\n']
+    assert all(c.complete and len(c.id) == 0 for c in layout.tool_calls)
+    assert [s.kind for s in layout.spans].count(BETWEEN) == 1 and layout.stop_index == len(ids) - 1
+    off = split_output(qwen3_ids(t, p, None, "plain"), p)  # thinking off: no reasoning region at all
+    assert off.reasoning is None and [s.kind for s in off.spans][:1] == [CONTENT]
+
+    t, p = deepseek
+    ids = deepseek_ids(t, p, "c", [deepseek_call("get", {"q": 1})])
+    layout = split_output(ids, p)
+    (call,) = layout.tool_calls
+    assert t.decode(ids[call.id.start:call.id.end]) == "function"
+    assert t.decode(ids[call.arguments.start:call.arguments.end]) == 'get\n```json\n{"q": 1}\n```'
+    assert REASONING not in {s.kind for s in layout.spans} and TOOL_ARGUMENTS in {s.kind for s in layout.spans}
