@@ -38,6 +38,7 @@ article.sample[hidden],tr[hidden]{display:none}
 .t{display:inline-flex;flex-direction:column;border:1px solid #c9d0d8;border-radius:3px;padding:1px 3px;background:#fafbfc;min-width:14px;white-space:pre}
 .t i{font-style:normal;font-size:9px;color:var(--mute)}
 .t.h{background:#ffe9e9;border-color:#e08080}.t.sp{background:#ece6ff;border-color:#7d5fd0;font-weight:700}
+.t.h.sp{background:#f6dcef;border-color:#d62728;box-shadow:0 0 0 1px #d62728}
 .t.bad b{color:#b00;text-decoration:underline wavy #b00}.t.cx{outline:2px dashed #d08000}
 .t u{text-decoration:none;font-size:10px;color:#a05a00}
 w{color:#9aa5b1}

@@ -234,7 +234,7 @@ def render_report(doc: Mapping[str, Any]) -> str:
         f'<section id="detailed"><h3>In detail: {len(detailed):,} (every new, known and text-changing sample; the first '
         f'{doc.get("detail_limit", 0):,} text-preserving ones per dataset)</h3>',
         "".join(_sample(n, s) for n, s in enumerate(detailed)),
-        '</section><section id="summarised"><h3>Summarised: <span id="summarised-count"></span> of '
+        '</section><section id="summarised"><h3>Summarised: <span id="summarised-count"></span> shown by the filters, of '
         f'{len(summarised):,} text-preserving samples (filtered), a page at a time</h3>'
         '<table><thead><tr><th class="l">sample</th><th class="l">verdict</th><th class="l">classes</th><th>hunks</th>'
         '<th>first index</th><th>golden ids</th><th>line</th></tr></thead><tbody id="summarised-rows"></tbody></table>'
