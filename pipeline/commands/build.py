@@ -27,16 +27,16 @@ def run(args) -> int:
 
     from ..stages.export import EXPORT_META_FILE, LEFT_OUT_FILE, build_records, open_build_input, write_export
     from ..core.golden import GoldenError
-    from ..core.profiles import ProfileError, bind_profile
-    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
+    from ..core.profiles import ProfileError
+    from ..core.binding import bind_dataset
+    from ..core.tokenizer import TokenizerNotFound
 
     if problem := out_folder_problem(args.out):
         print(f"tokfidelity build: {problem}", file=sys.stderr)
         return EXIT_USAGE
     try:
         source = open_build_input(args.input)
-        tokenizer = load_tokenizer(args.tokenizer or source.tokenizer_spec)
-        profile = bind_profile(source.profile_name, tokenizer)
+        tokenizer, profile = bind_dataset(source.profile_name, args.tokenizer or source.tokenizer_spec)
     except (GoldenError, TokenizerNotFound, ProfileError, ValueError, KeyError) as e:
         print(f"tokfidelity build: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -48,13 +48,12 @@ def _make_engine(args):
         return engine, args.profile or "chatml", tokenizer_spec
     if not args.url:
         raise ValueError(f"--engine {args.engine} needs --url (the server's base URL, e.g. http://127.0.0.1:30000)")
-    from ..core.profiles import bind_profile, get_profile_spec
-    from ..core.tokenizer import load_tokenizer
+    from ..core.profiles import get_profile_spec
+    from ..core.binding import bind_dataset
 
     profile_name = args.profile or "kimi-k2.5"
     tokenizer_spec = args.tokenizer or get_profile_spec(profile_name).default_tokenizer
-    tokenizer = load_tokenizer(tokenizer_spec)
-    profile = bind_profile(profile_name, tokenizer)
+    tokenizer, profile = bind_dataset(profile_name, tokenizer_spec)
     if args.engine == "vllm":
         from ..stages.capture.vllm_engine import VLLMEngine
 

@@ -89,8 +89,9 @@ def run(args) -> int:
     from ..stages.client import OPENROUTER_BASE_URL
     from ..stages.prompts import PromptError, read_prompts
     from ..core.golden import GoldenError
-    from ..core.profiles import ProfileError, bind_profile
-    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
+    from ..core.profiles import ProfileError
+    from ..core.binding import bind_dataset
+    from ..core.tokenizer import TokenizerNotFound
 
     def usage_error(message: str) -> int:
         print(f"tokfidelity generate: {message}", file=sys.stderr)
@@ -112,8 +113,7 @@ def run(args) -> int:
         return usage_error(problem)
     try:
         manifest = dataset_manifest(args, status)
-        tokenizer = load_tokenizer(args.tokenizer or manifest.tokenizer)
-        profile = bind_profile(args.profile or manifest.profile, tokenizer)
+        tokenizer, profile = bind_dataset(args.profile or manifest.profile, args.tokenizer or manifest.tokenizer)
         prompt_items = list(read_prompts(args.prompts))
         defaults = request_defaults(args)
     except (GoldenError, TokenizerNotFound, ProfileError, PromptError, ValueError) as e:

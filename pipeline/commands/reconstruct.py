@@ -16,15 +16,15 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..core.profiles import ProfileError, bind_profile
+    from ..core.profiles import ProfileError
     from ..core.reconstruct import ReconstructionError, reconstruct_output_ids
     from ..core.responses import ResponseError
     from ..core.jsonl import JsonLineError, json_lines
-    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
+    from ..core.binding import bind_dataset
+    from ..core.tokenizer import TokenizerNotFound
 
     try:
-        tokenizer = load_tokenizer(args.tokenizer)
-        profile = bind_profile(args.profile, tokenizer)
+        tokenizer, profile = bind_dataset(args.profile, args.tokenizer)
     except (TokenizerNotFound, ProfileError, ValueError) as e:
         print(f"tokfidelity reconstruct: {e}", file=sys.stderr)
         return EXIT_USAGE

