@@ -1,9 +1,18 @@
-"""Fixtures many test files share: the real Kimi K2.5 tokenizer and its bound profile.
+"""Fixtures every test file shares: ``kimi``, the real Kimi K2.5 tokenizer, and ``profile``, the
+kimi-k2.5 profile bound to it (the one shape of these fixtures; a file needing more builds on them).
 
-(A test file may define its own ``kimi`` fixture of another shape; pytest lets it override these.)
+Tokenizer files come from ``TOKFIDELITY_TOKENIZERS``; unset, it defaults to ``../shared/tokenizers``
+(``tokenizer_roots.py``), so a checkout elsewhere points the variable and nothing else.
 """
 
+import os
+
 import pytest
+
+from tokenizer_roots import DEFAULT_ROOT
+
+if not os.environ.get("TOKFIDELITY_TOKENIZERS") and DEFAULT_ROOT.is_dir():
+    os.environ["TOKFIDELITY_TOKENIZERS"] = str(DEFAULT_ROOT)
 
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer

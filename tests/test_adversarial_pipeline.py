@@ -156,8 +156,9 @@ def test_empty_tokenizer_in_a_manifest_is_a_manifest_error(tmp_path, monkeypatch
                             [{"id": "a", "output_ids": [163586], "finish_reason": "stop"}])
     # a tokenizer in the current directory would be loaded by an empty spec
     monkeypatch.chdir(tmp_path)
-    os.symlink(Path(os.environ.get("TOKFIDELITY_TOKENIZERS", "../shared/tokenizers").split(os.pathsep)[0]).resolve()
-               / "kimi-k2.5" / "tiktoken.model", tmp_path / "tiktoken.model")
+    from tokenizer_roots import SHARED
+
+    os.symlink(SHARED.resolve() / "kimi-k2.5" / "tiktoken.model", tmp_path / "tiktoken.model")
     with pytest.raises(GoldenError) as caught:
         load_manifest(dataset)
     assert caught.value.field == "tokenizer" and "empty" in str(caught.value)

@@ -18,11 +18,6 @@ O200K = "o200k"  # a folder name under TOKFIDELITY_TOKENIZERS
 
 
 @pytest.fixture(scope="module")
-def kimi():
-    return load_tokenizer("kimi-k2.5")
-
-
-@pytest.fixture(scope="module")
 def qwen3():
     return load_tokenizer("qwen3")
 

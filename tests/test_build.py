@@ -10,7 +10,6 @@ import pytest
 from pipeline.cli import main
 from pipeline.stages.export import read_training_records
 from pipeline.core.golden import write_dataset
-from pipeline.core.profiles import bind_profile
 from pipeline.core.render import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
 from servers.gates import open_gate
@@ -18,12 +17,6 @@ from servers.http_server import FaultyServer
 from servers.kimi_chat import KimiChat
 
 MANIFEST = {"name": "T2_kimi", "profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "test"}
-
-
-@pytest.fixture(scope="module")
-def kimi():
-    tok = load_tokenizer("kimi-k2.5")
-    return tok, bind_profile("kimi-k2.5", tok)
 
 
 def golden_samples(tok, profile, n=3):
@@ -38,8 +31,8 @@ def golden_samples(tok, profile, n=3):
     return samples
 
 
-def test_build_from_golden_capture(tmp_path, kimi):
-    tok, profile = kimi
+def test_build_from_golden_capture(tmp_path, kimi, profile):
+    tok = kimi
     samples = golden_samples(tok, profile)
     dataset = write_dataset(tmp_path / "golden" / "T2_kimi", MANIFEST, samples)
     out = tmp_path / "train"
@@ -54,8 +47,8 @@ def test_build_from_golden_capture(tmp_path, kimi):
     assert meta["samples"] == 3 and meta["prompt_ids_checked"] == 3 and meta["tokenizer_fingerprint"] == tok.fingerprint
 
 
-def test_prompt_mismatch_fails_the_build_with_a_diagnosis(tmp_path, kimi, capsys):
-    tok, profile = kimi
+def test_prompt_mismatch_fails_the_build_with_a_diagnosis(tmp_path, kimi, profile, capsys):
+    tok = kimi
     samples = golden_samples(tok, profile)
     # the engine's template put a newline after the role name: ids differ at index 2
     samples[1]["prompt_ids"] = samples[1]["prompt_ids"][:2] + tok.encode_ordinary("\n") + samples[1]["prompt_ids"][2:]
@@ -69,8 +62,8 @@ def test_prompt_mismatch_fails_the_build_with_a_diagnosis(tmp_path, kimi, capsys
     assert "at index 2" in err and "'\\n'" in err and "<|im_middle|>" in err
 
 
-def test_build_from_generate_output_leaves_flagged_records_out(tmp_path, kimi, capsys):
-    tok, profile = kimi
+def test_build_from_generate_output_leaves_flagged_records_out(tmp_path, kimi, profile, capsys):
+    tok = kimi
     golden = tmp_path / "golden"
     write_dataset(golden / "T2_kimi", MANIFEST, golden_samples(tok, profile, 1))
     open_gate(golden / "T2_kimi", tmp_path / "state")
@@ -93,8 +86,8 @@ def test_build_from_generate_output_leaves_flagged_records_out(tmp_path, kimi, c
     assert "left out" in capsys.readouterr().err
 
 
-def test_golden_ids_outside_the_vocabulary_are_left_out(tmp_path, kimi, capsys):
-    tok, profile = kimi
+def test_golden_ids_outside_the_vocabulary_are_left_out(tmp_path, kimi, profile, capsys):
+    tok = kimi
     samples = golden_samples(tok, profile)
     samples[0]["output_ids"] = [-1] + samples[0]["output_ids"]
     samples[2]["output_ids"] = samples[2]["output_ids"] + [tok.n_vocab]
@@ -113,8 +106,8 @@ def test_golden_ids_outside_the_vocabulary_are_left_out(tmp_path, kimi, capsys):
     assert "samples.jsonl:2 (id 's1')" in err and f">{10**30}:(outside the vocabulary)" in err
 
 
-def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, kimi, capsys):
-    tok, profile = kimi
+def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, kimi, profile, capsys):
+    tok = kimi
     gen = tmp_path / "gen"
     gen.mkdir()
     (gen / "run.json").write_text(json.dumps({"profile": "kimi-k2.5", "tokenizer": "kimi-k2.5"}))
@@ -136,8 +129,8 @@ def test_bad_generation_lines_and_run_json_are_named_not_tracebacks(tmp_path, ki
     assert "run.json: fields 'profile' and 'tokenizer' missing" in capsys.readouterr().err
 
 
-def test_build_out_that_is_a_file_is_a_usage_error(tmp_path, kimi, capsys):
-    tok, profile = kimi
+def test_build_out_that_is_a_file_is_a_usage_error(tmp_path, kimi, profile, capsys):
+    tok = kimi
     dataset = write_dataset(tmp_path / "golden" / "T2_kimi", MANIFEST, golden_samples(tok, profile, 1))
     (tmp_path / "train").write_text("not a folder")
     assert main(["build", "--in", str(dataset), "--out", str(tmp_path / "train"), "--no-progress"]) == 2
@@ -173,9 +166,9 @@ def test_shipped_golden_datasets_render_to_their_prompt_ids(dataset, tmp_path, c
     assert meta["samples"] == meta["prompt_ids_checked"] == n
 
 
-def generate_folder(tmp_path, kimi, contents: list[str]) -> Path:
+def generate_folder(tmp_path, kimi, profile, contents: list[str]) -> Path:
     """A real `tokfidelity generate` output folder, made against the chat server on 127.0.0.1."""
-    tok, profile = kimi
+    tok = kimi
     golden = tmp_path / "golden"
     write_dataset(golden / "T2_kimi", MANIFEST, golden_samples(tok, profile, 1))
     open_gate(golden / "T2_kimi", tmp_path / "state")
@@ -188,9 +181,9 @@ def generate_folder(tmp_path, kimi, contents: list[str]) -> Path:
     return gen
 
 
-def test_prompt_check_flags_a_record_whose_prompt_tokens_disagree_and_keeps_it_out(tmp_path, kimi, capsys):
-    tok, profile = kimi
-    gen = generate_folder(tmp_path, kimi, ["agrees", "off by one [bad-prompt-usage]", "no count [no-prompt-usage]"])
+def test_prompt_check_flags_a_record_whose_prompt_tokens_disagree_and_keeps_it_out(tmp_path, kimi, profile, capsys):
+    tok = kimi
+    gen = generate_folder(tmp_path, kimi, profile, ["agrees", "off by one [bad-prompt-usage]", "no count [no-prompt-usage]"])
     generated = {r["id"]: r for r in map(json.loads, (gen / "generations.jsonl").read_text().splitlines())}
     assert all(r["check"] == "ok" for r in generated.values())  # the completion side is fine everywhere
     rendered = {rid: render_prompt(r["messages"], None, profile, tok) for rid, r in generated.items()}
@@ -223,8 +216,8 @@ def write_generations(folder: Path, rows: list[dict]) -> Path:
     return folder
 
 
-def test_loss_mask_audit_length_cut_and_stop_token(tmp_path, kimi, capsys):
-    tok, profile = kimi
+def test_loss_mask_audit_length_cut_and_stop_token(tmp_path, kimi, profile, capsys):
+    tok = kimi
     enc = tok.encode_ordinary
     messages = [{"role": "user", "content": "hi"}]
     n_prompt = len(render_prompt(messages, None, profile, tok))
@@ -262,9 +255,9 @@ def test_loss_mask_audit_length_cut_and_stop_token(tmp_path, kimi, capsys):
     assert "0 reconstructed dropped, 1 reconstructed kept (--length-cut keep)" in capsys.readouterr().err
 
 
-def test_loss_mask_audit_reports_history_the_template_re_renders(tmp_path, kimi, capsys):
+def test_loss_mask_audit_reports_history_the_template_re_renders(tmp_path, kimi, profile, capsys):
     """Kimi K2.5's template drops the reasoning of assistant turns before the last plain answer."""
-    tok, profile = kimi
+    tok = kimi
     first = {"role": "assistant", "reasoning": "The user greets me.", "content": "Hello!"}
     history = [{"role": "user", "content": "hi"}, first, {"role": "user", "content": "and now?"}]
     no_reasoning = [history[0], {"role": "assistant", "content": "Hello!"}, history[2]]

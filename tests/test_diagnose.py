@@ -1,7 +1,6 @@
 """Divergence diagnosis: every class on real Kimi token ids, the first-hunk window, speed."""
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -350,23 +349,16 @@ def _scattered_resplits(kimi, text, every):
     return resplit, canonical
 
 
-def test_fast_on_10k_tokens(kimi):
+def test_long_outputs_give_the_right_hunks(kimi):
+    """Correctness on 10k tokens (its speed is measured by bench/bench_diagnose.py, not asserted here)."""
     text = open(__file__, encoding="utf-8").read() * 8
     golden, recon = _scattered_resplits(kimi, text, every=97)
     golden, recon = golden[:10_000], recon[:10_000]
-    start = time.perf_counter()
     d = diagnose(golden, recon, kimi)
-    elapsed = time.perf_counter() - start
     assert len(d.hunks) > 50
-    assert elapsed < 1.0, f"diagnose took {elapsed:.2f} s on 10k tokens"
-    # Both ends changed around a long shared middle; and two unrelated texts.
-    start = time.perf_counter()
+    # Both ends changed around a long shared middle.
     d = diagnose([1] + recon + [2], [3] + recon + [4], kimi)
     assert len(d.hunks) == 2
-    other_text = (Path(__file__).resolve().parents[1] / "pipeline" / "tokenizer.py").read_text(encoding="utf-8")
-    unrelated = kimi.encode_ordinary(other_text)[:10_000]
-    diagnose(recon, unrelated, kimi)
-    assert time.perf_counter() - start < 2.0
 
 
 def test_empty_sides(kimi, profile):

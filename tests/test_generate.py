@@ -24,7 +24,7 @@ CLI = [sys.executable, "-m", "pipeline.cli"]
 
 
 @pytest.fixture(scope="module")
-def kimi():
+def kimi_chat():
     return KimiChat()
 
 
@@ -60,10 +60,10 @@ def records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / RECORDS_FILE).read_text().splitlines()]
 
 
-def test_closed_gate_refuses_with_no_request_and_no_file(tmp_path, golden, monkeypatch, capsys, kimi):
+def test_closed_gate_refuses_with_no_request_and_no_file(tmp_path, golden, monkeypatch, capsys, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         code = main(gen_args(golden, prompts, out, server.url))
     assert code == 3
     assert server.requests == []
@@ -72,7 +72,7 @@ def test_closed_gate_refuses_with_no_request_and_no_file(tmp_path, golden, monke
     assert "closed" in err and "pytest --tokfidelity-dataset=T1_kimi" in err
 
 
-def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypatch, capsys, kimi_chat):
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-never-written-42")
     tags = {3: " [bad-usage]", 4: " [no-usage]"}
     prompts = tmp_path / "prompts.jsonl"
@@ -83,7 +83,7 @@ def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypat
                 row["tools"] = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
             f.write(json.dumps(row) + "\n")
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         server.faults.extend(["429", "500", "reset"])
         code = main(gen_args(golden, prompts, out, server.url, "--concurrency", "2", "--provider-order", "Moonshot,Fireworks",
                              "--allow-fallbacks", "false", "--temperature", "0.6",
@@ -95,7 +95,7 @@ def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypat
         "p0": "ok", "p1": "ok", "p2": "ok", "p3": "usage_mismatch", "p4": "usage_missing", "p5": "ok"}
     assert "+" in rows["p3"]["check_detail"] or "-1" in rows["p3"]["check_detail"]
     # the ids are the real Kimi ids of the answer: reasoning, </think>, content, (tool section), <|im_end|>
-    tok = kimi.tokenizer
+    tok = kimi_chat.tokenizer
     assert tok.decode(rows["p0"]["output_ids"]) == "The user said: q0. Answer briefly.</think>You said «q0» 🙂<|im_end|>"
     assert 163595 in rows["p5"]["output_ids"] and rows["p5"]["output_ids"][-1] == 163586
     bodies = [b for _, b in server.requests]
@@ -119,28 +119,28 @@ def test_generate_checks_usage_and_totals(tmp_path, golden, gate_open, monkeypat
 
     # a second run asks for nothing and writes nothing
     size = (out / RECORDS_FILE).stat().st_size
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         main(gen_args(golden, prompts, out, server.url))
     assert server.requests == [] and (out / RECORDS_FILE).stat().st_size == size
 
 
-def test_failed_samples_are_not_written_and_retried_next_run(tmp_path, golden, gate_open, monkeypatch, kimi):
+def test_failed_samples_are_not_written_and_retried_next_run(tmp_path, golden, gate_open, monkeypatch, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         server.faults.extend(["500"] * 3)  # with concurrency 1 and 2 retries, p0 fails for good
         assert main(gen_args(golden, prompts, out, server.url, "--concurrency", "1", "--max-retries", "2")) == 1
     assert [r["id"] for r in records(out)] == ["p1", "p2"]
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url)) == 0
         assert len(server.requests) == 1
     assert sorted(r["id"] for r in records(out)) == ["p0", "p1", "p2"]
 
 
-def test_torn_last_line_is_cut_and_redone(tmp_path, golden, gate_open, monkeypatch, kimi):
+def test_torn_last_line_is_cut_and_redone(tmp_path, golden, gate_open, monkeypatch, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 3)
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url)) == 0
     path = out / RECORDS_FILE
     lines = path.read_bytes().splitlines(keepends=True)
@@ -148,7 +148,7 @@ def test_torn_last_line_is_cut_and_redone(tmp_path, golden, gate_open, monkeypat
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])  # as if killed mid-write
     done, _, cut = load_finished(path)
     assert cut == 40 and torn_id not in done and path.read_bytes().endswith(b"\n")
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url)) == 0
         assert [b["messages"][0]["content"] for _, b in server.requests] == [f"question {torn_id[1:]}"]
     assert sorted(r["id"] for r in records(out)) == ["p0", "p1", "p2"]
@@ -162,40 +162,40 @@ def test_hand_edited_record_is_named_not_a_traceback(tmp_path, line):
         load_finished(path)
 
 
-def test_lone_surrogate_in_a_prompt_does_not_stop_the_run(tmp_path, golden, gate_open, kimi):
+def test_lone_surrogate_in_a_prompt_does_not_stop_the_run(tmp_path, golden, gate_open, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 3, extra=lambda i: {"messages": [{"role": "user", "content": "bad \ud800"}]} if i == 1 else {})
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url, "--concurrency", "1")) == 0
     by_id = {r["id"]: r for r in records(out)}
     assert sorted(by_id) == ["p0", "p1", "p2"] and by_id["p1"]["messages"][0]["content"] == "bad \ud800"
     assert json.loads((out / "summary.json").read_text())["samples"] == 3
 
 
-def test_job_repr_never_shows_the_api_key(kimi):
+def test_job_repr_never_shows_the_api_key(kimi_chat):
     from pipeline.stages.generate import GenerationJob
 
     secret = "sk-or-v1-" + "0123456789abcdef" * 4
-    job = GenerationJob(out_dir=Path("out"), profile=kimi.profile, tokenizer=kimi.tokenizer, base_url="http://127.0.0.1:1",
+    job = GenerationJob(out_dir=Path("out"), profile=kimi_chat.profile, tokenizer=kimi_chat.tokenizer, base_url="http://127.0.0.1:1",
                         api_key=secret, model="m", request_defaults={})
     assert secret[:12] not in repr(job) and secret[:12] not in str(job)
 
 
-def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_other_settings_in_the_same_folder_are_refused(tmp_path, golden, gate_open, monkeypatch, capsys, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url)) == 0
         assert main(gen_args(golden, prompts, out, server.url, "--model", "other/model")) == 2
     assert "other settings" in capsys.readouterr().err
 
 
-def test_unreadable_run_json_is_a_usage_error_naming_it(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_unreadable_run_json_is_a_usage_error_naming_it(tmp_path, golden, gate_open, monkeypatch, capsys, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
     out.mkdir()
     (out / RUN_FILE).write_text('{"dataset": "T1_ki')  # torn or hand-edited
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url)) == 2
         assert server.requests == []
     assert f"{out / RUN_FILE} is not readable as a JSON object" in capsys.readouterr().err
@@ -210,23 +210,23 @@ def test_bad_base_url_is_a_usage_error_before_anything_is_written(tmp_path, gold
     assert not out.exists()
 
 
-def test_out_that_is_a_file_is_a_usage_error(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_out_that_is_a_file_is_a_usage_error(tmp_path, golden, gate_open, monkeypatch, capsys, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 1)
     out = tmp_path / "out"
     out.write_text("not a folder")
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url)) == 2
         assert server.requests == []
     assert f"--out {out} is a file" in capsys.readouterr().err
 
 
-def test_bad_prompt_line_is_named_and_skipped_the_rest_still_runs(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_bad_prompt_line_is_named_and_skipped_the_rest_still_runs(tmp_path, golden, gate_open, monkeypatch, capsys, kimi_chat):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(
         '{"id": "a", "messages": [{"role": "user", "content": "x"}], "max_tokens": 64}\n'
         '{"id": "b", "messages": "hi"}\n'
     )
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, tmp_path / "out", server.url)) == 1  # the bad line makes the run not clean
         assert [body["messages"][0]["content"] for _, body in server.requests] == ["x"]
         assert server.requests[0][1]["max_tokens"] == 64
@@ -235,22 +235,22 @@ def test_bad_prompt_line_is_named_and_skipped_the_rest_still_runs(tmp_path, gold
     assert [r["id"] for r in records(tmp_path / "out")] == ["a"]
 
 
-def test_only_bad_prompt_lines_send_nothing(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_only_bad_prompt_lines_send_nothing(tmp_path, golden, gate_open, monkeypatch, capsys, kimi_chat):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text('{"id": "b", "messages": "hi"}\n')
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, tmp_path / "out", server.url)) == 2
         assert server.requests == []
     assert "no usable prompts" in capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golden, gate_open, kimi):
+def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golden, gate_open, kimi_chat):
     n = 100
     prompts = write_prompts(tmp_path / "prompts.jsonl", n)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with FaultyServer(kimi, delay=0.05) as server:
+    with FaultyServer(kimi_chat, delay=0.05) as server:
         args = CLI + gen_args(golden, prompts, out, server.url, "--concurrency", "4")
         proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         path = out / RECORDS_FILE
@@ -279,21 +279,21 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, golde
     assert f"{first} already done" in resumed.stderr or "already done" in resumed.stderr
 
 
-def test_gate_closes_when_golden_data_changes_after_the_green_run(tmp_path, golden, gate_open, capsys, kimi):
+def test_gate_closes_when_golden_data_changes_after_the_green_run(tmp_path, golden, gate_open, capsys, kimi_chat):
     samples = golden / "T1_kimi" / "samples.jsonl"
     samples.write_text(samples.read_text().replace("163607", "163606"))
     prompts = write_prompts(tmp_path / "prompts.jsonl", 2)
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         assert main(gen_args(golden, prompts, out, server.url)) == 3
     assert server.requests == [] and not out.exists()
     assert "golden file samples.jsonl changed" in capsys.readouterr().err
 
 
-def test_credentials_in_the_base_url_never_reach_a_file_or_message(tmp_path, golden, gate_open, monkeypatch, capsys, kimi):
+def test_credentials_in_the_base_url_never_reach_a_file_or_message(tmp_path, golden, gate_open, monkeypatch, capsys, kimi_chat):
     prompts = write_prompts(tmp_path / "prompts.jsonl", 2)
     out = tmp_path / "out"
-    with FaultyServer(kimi) as server:
+    with FaultyServer(kimi_chat) as server:
         url = server.url.replace("http://", "http://user:s3cr3t-pw@")
         server.faults.extend(["500"] * 40)  # every attempt fails: the error message names the URL
         code = main(gen_args(golden, prompts, out, url, "--max-retries", "1"))

@@ -71,17 +71,11 @@ def test_kimi_manifests_say_constructed():
         assert "CONSTRUCTED, not captured" in m.source
 
 
-@pytest.fixture(scope="module")
-def kimi():
-    tokenizer = load_tokenizer("moonshotai/Kimi-K2.5")
-    return tokenizer, bind_profile("kimi-k2.5", tokenizer)
-
-
-def test_kimi_layout_and_prompts(kimi):
+def test_kimi_layout_and_prompts(kimi, profile):
     """Every output is laid out as Kimi writes it, and prompt ids are the real chat template's."""
     from pipeline.core.render import render_prompt
 
-    tokenizer, profile = kimi
+    tokenizer = kimi
     ids = profile.ids
     for name in KIMI:
         for s in _samples(name):
@@ -93,8 +87,8 @@ def test_kimi_layout_and_prompts(kimi):
             assert render_prompt(s.messages, s.tools, profile, tokenizer) == s.prompt_ids, f"{name}/{s.id}"
 
 
-def test_kimi_tool_call_ids_count_across_the_conversation(kimi):
-    tokenizer, profile = kimi
+def test_kimi_tool_call_ids_count_across_the_conversation(kimi, profile):
+    tokenizer = kimi
     begin, arg = profile.ids["tool_call_begin"], profile.ids["tool_call_argument_begin"]
     for s in _samples("B1_glaive"):
         earlier = sum(len(m.get("tool_calls") or []) for m in s.messages)
@@ -104,10 +98,10 @@ def test_kimi_tool_call_ids_count_across_the_conversation(kimi):
             assert call_id.startswith("functions.") and call_id.endswith(f":{earlier + n}"), (s.id, call_id)
 
 
-def test_kimi_quirks_diverge_as_intended_and_nothing_else_does(kimi):
+def test_kimi_quirks_diverge_as_intended_and_nothing_else_does(kimi, profile):
     """Reconstructing every sample (recorded response, else the sglang view): samples without a quirk are
     exact; each quirk sample diverges with the class its 'quirk' field names; all classes are covered."""
-    tokenizer, profile = kimi
+    tokenizer = kimi
     seen = set()
     for name in KIMI:
         judge = Judge(profile, tokenizer, "sglang")
@@ -128,9 +122,9 @@ def test_kimi_quirks_diverge_as_intended_and_nothing_else_does(kimi):
     assert seen == ALL_CLASSES, f"classes not exercised: {ALL_CLASSES - seen}"
 
 
-def test_kimi_content_keeps_marker_text_as_ordinary_tokens(kimi):
+def test_kimi_content_keeps_marker_text_as_ordinary_tokens(kimi, profile):
     """Some samples spell markers (`</think>`) as text: the golden ids hold them as ordinary tokens."""
-    tokenizer, profile = kimi
+    tokenizer = kimi
     spelled = tokenizer.encode_ordinary("</think>")
     found = 0
     for s in _samples("B3_magicoder"):
@@ -187,7 +181,7 @@ def test_smollm2_samples_are_engine_output():
 MODEL_SIDE = ("none", "special-token-id", "marker-text", "non-canonical-split", "truncated-utf8", "invalid-utf8")
 
 
-def test_kimi_samples_agree_with_sglang_own_parsers(kimi):
+def test_kimi_samples_agree_with_sglang_own_parsers(kimi, profile):
     """With sglang 0.5.23's own kimi_k2 reasoning and tool-call parsers (ids rebuilt as
     functions.NAME:{history + index}, as its serving_chat does), every sample without a quirk
     reconstructs exactly, and every recorded response of a model-side case is what SGLang returns."""
@@ -196,7 +190,7 @@ def test_kimi_samples_agree_with_sglang_own_parsers(kimi):
     from sglang_support import import_sglang_parsers
 
     reasoning_parser, kimik2_detector = import_sglang_parsers()
-    tokenizer, profile = kimi
+    tokenizer = kimi
 
     def sglang_turn(ids, finish, history):
         if ids and ids[-1] == profile.stop_id:

@@ -21,7 +21,7 @@ from pipeline.core.tokenizer import load_tokenizer
 from sglang_support.gpt_oss_outputs import ARGUMENTS, CJK, CODE, EMOJI, HarmonyOutputs
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ["TOKFIDELITY_TOKENIZERS"].split(os.pathsep)[0])
+from tokenizer_roots import SHARED  # noqa: E402 - TOKFIDELITY_TOKENIZERS, else ../shared/tokenizers
 
 
 @pytest.fixture(scope="module")

@@ -18,18 +18,12 @@ from pipeline.core.tokenizer import load_tokenizer
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def kimi():
-    tokenizer = load_tokenizer("kimi-k2.5")
-    return tokenizer, bind_profile("kimi-k2.5", tokenizer)
-
-
 def _call(name, arguments, call_id=None):
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def test_layout_and_ids(kimi):
-    tokenizer, profile = kimi
+def test_layout_and_ids(kimi, profile):
+    tokenizer = kimi
     ids = reconstruct_output_ids({"reasoning": "Hmm.", "content": "Yes.", "finish_reason": "stop"}, profile, tokenizer)
     enc = tokenizer.encode_ordinary
     assert ids == enc("Hmm.") + [163607] + enc("Yes.") + [163586]
@@ -43,30 +37,30 @@ def test_layout_and_ids(kimi):
         {"reasoning_details": [{"type": "reasoning.text", "text": "Hm"}, {"type": "reasoning.summary", "summary": "x"}, {"type": "reasoning.text", "text": "m."}]},
     ],
 )
-def test_reasoning_from_any_field(kimi, reasoning_fields):
-    tokenizer, profile = kimi
+def test_reasoning_from_any_field(kimi, profile, reasoning_fields):
+    tokenizer = kimi
     ids = reconstruct_output_ids({**reasoning_fields, "content": "Yes.", "finish_reason": "stop"}, profile, tokenizer)
     assert tokenizer.decode(ids) == "Hmm.</think>Yes.<|im_end|>"
 
 
-def test_literal_marker_text_in_content_stays_ordinary(kimi):
-    tokenizer, profile = kimi
+def test_literal_marker_text_in_content_stays_ordinary(kimi, profile):
+    tokenizer = kimi
     ids = reconstruct_output_ids({"reasoning": "r", "content": "say <|im_end|> and </think>", "finish_reason": "stop"}, profile, tokenizer)
     assert ids.count(163586) == 1 and ids[-1] == 163586
     assert ids.count(163607) == 1
     assert tokenizer.decode(ids) == "r</think>say <|im_end|> and </think><|im_end|>"
 
 
-def test_length_has_no_stop_and_open_reasoning_has_no_think_end(kimi):
-    tokenizer, profile = kimi
+def test_length_has_no_stop_and_open_reasoning_has_no_think_end(kimi, profile):
+    tokenizer = kimi
     cut_in_reasoning = reconstruct_output_ids({"reasoning": "still", "content": "", "finish_reason": "length"}, profile, tokenizer)
     assert cut_in_reasoning == tokenizer.encode_ordinary("still")
     cut_in_content = reconstruct_output_ids({"reasoning": "r", "content": "par", "finish_reason": "length"}, profile, tokenizer)
     assert cut_in_content == tokenizer.encode_ordinary("r") + [163607] + tokenizer.encode_ordinary("par")
 
 
-def test_tool_call_ids_kept_when_model_shaped_else_rebuilt(kimi):
-    tokenizer, profile = kimi
+def test_tool_call_ids_kept_when_model_shaped_else_rebuilt(kimi, profile):
+    tokenizer = kimi
     response = {
         "reasoning": "r",
         "content": None,
@@ -83,8 +77,8 @@ def test_tool_call_ids_kept_when_model_shaped_else_rebuilt(kimi):
     )
 
 
-def test_full_chat_completion_body(kimi):
-    tokenizer, profile = kimi
+def test_full_chat_completion_body(kimi, profile):
+    tokenizer = kimi
     body = {"choices": [{"message": {"role": "assistant", "reasoning_content": "r", "content": "c"}, "finish_reason": "stop"}]}
     assert tokenizer.decode(reconstruct_output_ids(body, profile, tokenizer)) == "r</think>c<|im_end|>"
 
@@ -112,8 +106,8 @@ def test_chatml_refuses_reasoning_and_tools():
         ({"reasoning_details": [{"type": "reasoning.text", "text": 5}], "finish_reason": "stop"}, "reasoning_details[0].text"),
     ],
 )
-def test_bad_responses_name_the_field(kimi, response, field):
-    tokenizer, profile = kimi
+def test_bad_responses_name_the_field(kimi, profile, response, field):
+    tokenizer = kimi
     with pytest.raises(ResponseError) as info:
         reconstruct_output_ids(response, profile, tokenizer)
     assert info.value.field == field
@@ -128,8 +122,8 @@ def _tokfidelity(*args: str, stdin: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_cli_jsonl_in_order_with_bad_lines_named(kimi):
-    tokenizer, profile = kimi
+def test_cli_jsonl_in_order_with_bad_lines_named(kimi, profile):
+    tokenizer = kimi
     good = {"reasoning": "Hmm.", "content": "Yes.", "tool_calls": None, "finish_reason": "stop"}
     tool = {"reasoning": "r", "content": "", "tool_calls": [_call("get", '{"q": 1}', "functions.get:0")], "finish_reason": "tool_calls"}
     lines = [

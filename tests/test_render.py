@@ -23,7 +23,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.render import RenderError, chat_template, render_prompt, render_text
 from pipeline.core.tokenizer import load_tokenizer
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "tokenizers"
+from tokenizer_roots import SHARED  # noqa: E402 - TOKFIDELITY_TOKENIZERS, else ../shared/tokenizers
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 GENERATED = 200
 

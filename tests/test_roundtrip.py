@@ -23,12 +23,6 @@ EXACT = "exact"
 SGLANG, LEGACY, VLLM = VIEWS
 
 
-@pytest.fixture(scope="module")
-def kimi():
-    tokenizer = load_tokenizer("kimi-k2.5")
-    return tokenizer, bind_profile("kimi-k2.5", tokenizer)
-
-
 def _cut_inside_character(tokenizer, ids: list[int], start: int) -> int:
     """The first cut point after ``start`` that leaves the output ending inside a UTF-8 character."""
     for end in range(start + 1, len(ids)):
@@ -121,8 +115,8 @@ EXPECT = {
 
 @pytest.mark.parametrize("view", VIEWS)
 @pytest.mark.parametrize("case", list(EXPECT))
-def test_round_trip(kimi, case, view):
-    tokenizer, profile = kimi
+def test_round_trip(kimi, profile, case, view):
+    tokenizer = kimi
     golden, finish = build_case(case, tokenizer, profile)
     response = api_view(golden, finish, profile, tokenizer, view)
     recon = reconstruct_output_ids(response, profile, tokenizer)
@@ -138,17 +132,17 @@ def test_round_trip(kimi, case, view):
     assert expected - WS <= classes or expected == WS
 
 
-def test_cut_inside_character_text_ends_in_replacement_char(kimi):
+def test_cut_inside_character_text_ends_in_replacement_char(kimi, profile):
     """The view's text really ends in U+FFFD, and the golden bytes really end mid-character."""
-    tokenizer, profile = kimi
+    tokenizer = kimi
     golden, finish = build_case("cut-inside-character", tokenizer, profile)
     assert api_view(golden, finish, profile, tokenizer)["content"].endswith("\ufffd")
     assert tokenizer.decode_bytes(golden)[-1] >= 0x80
 
 
-def test_rebuilt_ids_exact_when_counter_matches_position(kimi):
+def test_rebuilt_ids_exact_when_counter_matches_position(kimi, profile):
     """With the conversation counter starting at 0 the rebuilt ids are the model's own."""
-    tokenizer, profile = kimi
+    tokenizer = kimi
     golden = kimi_ids(tokenizer, profile, "r", "", [_call("get", '{"q": 1}', 0), _call("put", '{"q": 2}', 1)])
     response = api_view(golden, "stop", profile, tokenizer)
     assert [c["id"] for c in response["tool_calls"]] == ["functions.get:0", "functions.put:1"]

@@ -27,12 +27,6 @@ from sglang_support.kimi_outputs import ARGUMENTS, CJK, CODE, EMOJI, kimi_ids, r
 reasoning_parser, kimik2_detector = import_sglang_parsers()
 
 
-@pytest.fixture(scope="module")
-def kimi():
-    tokenizer = load_tokenizer("kimi-k2.5")
-    return tokenizer, bind_profile("kimi-k2.5", tokenizer)
-
-
 def sglang_response(ids, finish_reason, profile, tokenizer, *, thinking=True) -> dict:
     """What SGLang 0.5.23 returns for these output ids, computed by its own parsers."""
     if ids and ids[-1] == profile.ids["stop"]:  # the detokenizer trims the matched stop token
@@ -92,12 +86,12 @@ def _named_cases(tokenizer, profile):
 
 
 @pytest.fixture(scope="module")
-def named_cases(kimi):
-    return _named_cases(*kimi)
+def named_cases(kimi, profile):
+    return _named_cases(kimi, profile)
 
 
-def test_named_cases_agree_with_sglang(kimi, named_cases):
-    tokenizer, profile = kimi
+def test_named_cases_agree_with_sglang(kimi, profile, named_cases):
+    tokenizer = kimi
     disagree = {}
     for name, (ids, finish) in named_cases.items():
         expected = sglang_response(ids, finish, profile, tokenizer)
@@ -107,9 +101,9 @@ def test_named_cases_agree_with_sglang(kimi, named_cases):
     assert not disagree, "\n".join(f"{n}: view {g!r}\n   sglang {e!r}" for n, (g, e) in disagree.items())
 
 
-def test_named_cases_are_not_trivial(kimi, named_cases):
+def test_named_cases_are_not_trivial(kimi, profile, named_cases):
     """The cases reach the branches they are named for (so agreement means something)."""
-    tokenizer, profile = kimi
+    tokenizer = kimi
     r = {name: sglang_response(ids, finish, profile, tokenizer) for name, (ids, finish) in named_cases.items()}
     assert r["whitespace-around-think-end"]["reasoning"] == "  Think.\n\n"
     assert r["whitespace-around-think-end"]["content"] == "\n\nAnswer.  "
@@ -126,8 +120,8 @@ def test_named_cases_are_not_trivial(kimi, named_cases):
     assert r["no-stop-token-on-stop"]["content"] == "c"
 
 
-def test_random_outputs_agree_with_sglang(kimi):
-    tokenizer, profile = kimi
+def test_random_outputs_agree_with_sglang(kimi, profile):
+    tokenizer = kimi
     rng = random.Random(20261129)
     disagree = []
     kinds = set()

@@ -11,25 +11,19 @@ from pipeline.core.views import VIEWS, ViewError, api_view
 from sglang_support.kimi_outputs import kimi_ids
 
 
-@pytest.fixture(scope="module")
-def kimi():
-    tokenizer = load_tokenizer("kimi-k2.5")
-    return tokenizer, bind_profile("kimi-k2.5", tokenizer)
-
-
 def test_view_names():
     assert VIEWS == ("sglang", "sglang-legacy", "vllm-spaces")
     assert "sglang" in VIEWS and "vllm" not in VIEWS
 
 
-def test_unknown_view_names_the_known_ones(kimi):
-    tokenizer, profile = kimi
+def test_unknown_view_names_the_known_ones(kimi, profile):
+    tokenizer = kimi
     with pytest.raises(ViewError, match="unknown api view 'openai'.*sglang, sglang-legacy, vllm-spaces"):
         api_view([profile.stop_id], "stop", profile, tokenizer, "openai")
 
 
-def test_sglang_keeps_whitespace_and_trims_stop(kimi):
-    tokenizer, profile = kimi
+def test_sglang_keeps_whitespace_and_trims_stop(kimi, profile):
+    tokenizer = kimi
     ids = kimi_ids(tokenizer, profile, " Think.\n\n", "\n\nAnswer <|im_end|> ")
     assert ids[-1] == profile.stop_id
     assert api_view(ids, "stop", profile, tokenizer) == {
@@ -40,23 +34,23 @@ def test_sglang_keeps_whitespace_and_trims_stop(kimi):
     }
 
 
-def test_sglang_legacy_strips_reasoning_and_content(kimi):
-    tokenizer, profile = kimi
+def test_sglang_legacy_strips_reasoning_and_content(kimi, profile):
+    tokenizer = kimi
     ids = kimi_ids(tokenizer, profile, " Think.\n\n", "\n\nAnswer  ")
     view = api_view(ids, "stop", profile, tokenizer, "sglang-legacy")
     assert (view["reasoning"], view["content"]) == ("Think.", "Answer")
 
 
-def test_vllm_spaces_between_special_tokens(kimi):
+def test_vllm_spaces_between_special_tokens(kimi, profile):
     """vLLM renders <think>ok</think>1 as ' <think> ok </think> 1' (vllm #33457); the prompt ends in <think>."""
-    tokenizer, profile = kimi
+    tokenizer = kimi
     ids = kimi_ids(tokenizer, profile, "ok", "1")
     view = api_view(ids, "stop", profile, tokenizer, "vllm-spaces")
     assert (view["reasoning"], view["content"]) == (" ok ", " 1")
 
 
-def test_tool_calls_ids_rebuilt_and_finish_reasons(kimi):
-    tokenizer, profile = kimi
+def test_tool_calls_ids_rebuilt_and_finish_reasons(kimi, profile):
+    tokenizer = kimi
     ids = kimi_ids(tokenizer, profile, "r", "c", [("functions.get:7", '{"a": 1}'), ("functions.put:8", "{}")])
     view = api_view(ids, "stop", profile, tokenizer)
     assert view["tool_calls"] == [
@@ -70,8 +64,8 @@ def test_tool_calls_ids_rebuilt_and_finish_reasons(kimi):
     assert [c["id"] for c in view["tool_calls"]] == ["functions.get:0"] and view["finish_reason"] == "length"
 
 
-def test_reasoning_cut_before_think_end_is_all_reasoning(kimi):
-    tokenizer, profile = kimi
+def test_reasoning_cut_before_think_end_is_all_reasoning(kimi, profile):
+    tokenizer = kimi
     ids = kimi_ids(tokenizer, profile, "still thinking", close_think=False, stop=False)
     assert api_view(ids, "length", profile, tokenizer) == {
         "reasoning": "still thinking",
@@ -81,15 +75,15 @@ def test_reasoning_cut_before_think_end_is_all_reasoning(kimi):
     }
 
 
-def test_empty_reasoning_is_none_and_empty_content_is_empty_string(kimi):
-    tokenizer, profile = kimi
+def test_empty_reasoning_is_none_and_empty_content_is_empty_string(kimi, profile):
+    tokenizer = kimi
     view = api_view(kimi_ids(tokenizer, profile, "", ""), "stop", profile, tokenizer)
     assert view["reasoning"] is None and view["content"] == ""
 
 
 @pytest.mark.parametrize("view_name", VIEWS)
-def test_views_are_readable_responses(kimi, view_name):
-    tokenizer, profile = kimi
+def test_views_are_readable_responses(kimi, profile, view_name):
+    tokenizer = kimi
     ids = kimi_ids(tokenizer, profile, "r", "c", [("functions.get:0", '{"a": 1}')])
     turn = parse_response(api_view(ids, "stop", profile, tokenizer, view_name))
     assert turn.finish_reason == "tool_calls"
@@ -111,9 +105,9 @@ def test_chatml_is_content_only():
         }
 
 
-def test_per_profile_parser_is_built_once(kimi):
+def test_per_profile_parser_is_built_once(kimi, profile):
     from pipeline.core.views import _parser_for
 
-    tokenizer, profile = kimi
+    tokenizer = kimi
     assert _parser_for(profile) is _parser_for(profile)
     assert _parser_for(profile) is _parser_for(bind_profile("kimi-k2.5", tokenizer))  # same marker texts
