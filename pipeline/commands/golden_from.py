@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
 HELP = "Write the engine-id records of a `tokfidelity generate` folder (return_token_ids) as a golden dataset."
 
 
@@ -20,16 +22,16 @@ def run(args) -> int:
     source = Path(args.generations)
     if not (source / "run.json").is_file():
         print(f"tokfidelity golden-from: {source} is not a `tokfidelity generate` output folder (no run.json)", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         result = golden_from_generations(source, Path(args.out) / args.dataset, args.dataset)
     except (ValueError, KeyError) as e:
         print(f"tokfidelity golden-from: {source}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(f"{result.dataset_dir}: {result.written} samples with the engine's ids; {result.left_out} records left out "
           "(no returned ids, or a check that leaves their ids unproven)")
     if not result.written:
         print("tokfidelity golden-from: no record carries engine ids: run generate with --return-token-ids against a "
               "server that returns them (vLLM, SGLang)", file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK
