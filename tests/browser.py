@@ -98,7 +98,9 @@ class Browser:
             "--disable-default-apps", "--hide-scrollbars", f"--user-data-dir={self.profile}", *QUIET,
             f"--proxy-server={self.proxy.url}", "--proxy-bypass-list=<-loopback>", f"--window-size={width},{height}",
             f"--log-net-log={netlog}",
-            *(["--no-sandbox"] if os.geteuid() == 0 else []), *extra, url,
+            # no sandbox (root, or containers without user namespaces, refuse it; the page is our own file), and
+            # no /dev/shm (small in containers)
+            "--no-sandbox", "--disable-dev-shm-usage", *extra, url,
         ]
         start = time.perf_counter()
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
