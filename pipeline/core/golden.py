@@ -17,6 +17,7 @@ from typing import Any
 from .files import atomic_write
 from .errors import TokfidelityError
 from .jsonl import read_records
+from .names import PROFILE_NAMES, VIEW_NAMES
 from .responses import ResponseError, normalize_finish_reason
 
 __all__ = [
@@ -30,10 +31,14 @@ __all__ = [
     "write_dataset",
     "MANIFEST_FILE",
     "SAMPLES_FILE",
+    "FORMAT_VERSION",
 ]
 
 MANIFEST_FILE = "manifest.json"
 SAMPLES_FILE = "samples.jsonl"
+# The golden format version this code reads: every version from 1 up to it. A manifest says its own
+# in "format" (1 when absent); a change that readers of an older version would misread raises it.
+FORMAT_VERSION = 1
 
 
 class GoldenError(TokfidelityError, ValueError):
@@ -54,6 +59,8 @@ class Manifest:
     accept: Mapping[str, float] = field(default_factory=dict)  # class -> max hunks per token, by policy
     path: Path = Path(".")  # the dataset folder
     raw: Mapping[str, Any] = field(default_factory=dict)
+    format: int = 1  # the golden format version the manifest declares (``format``; 1 when absent)
+    problems: tuple = ()  # GoldenErrors of fields replaced by defaults (load_manifest(strict=False) only)
 
     @property
     def samples_path(self) -> Path:
@@ -86,8 +93,13 @@ def _require(obj: Mapping, key: str, kind: type | tuple, path: Path, line: int, 
     return value
 
 
-def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
-    """Read and check a dataset's manifest, or raise GoldenError naming the field."""
+def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True) -> Manifest:
+    """Read and check a dataset's manifest, or raise GoldenError naming the (first) bad field.
+
+    ``strict=False``: a manifest whose profile and tokenizer are usable is returned even when other
+    fields are bad, with defaults in their place and the errors in ``Manifest.problems`` (the plugin
+    then runs the samples and fails only ``test_manifest``); a file that cannot be read as JSON, or
+    an unusable profile or tokenizer, still raises."""
     dataset_dir = Path(dataset_dir)
     path = dataset_dir / MANIFEST_FILE
     try:
@@ -102,35 +114,77 @@ def load_manifest(dataset_dir: os.PathLike | str) -> Manifest:
         raise GoldenError(path, e.lineno, None, f"not valid JSON: {e.msg} (column {e.colno})") from None
     if not isinstance(raw, dict):
         raise GoldenError(path, 1, None, "expected a JSON object")
-    from .profiles import PROFILES  # local: profiles import tokenizer code we do not need here
+    values, problems = _manifest_fields(raw, path)
+    if problems and (strict or "profile" not in values or "tokenizer" not in values):
+        raise problems[0]  # not strict: still raised when the profile or tokenizer is unusable
+    return Manifest(
+        name=values.get("name", dataset_dir.name),
+        profile=values["profile"],
+        tokenizer=values["tokenizer"],
+        source=values.get("source", ""),
+        api_view=values.get("api_view", "sglang"),
+        max_known_divergence_rate=values.get("max_known_divergence_rate", 0.0),
+        accept=values.get("accept", {}),
+        path=dataset_dir,
+        raw=raw,
+        format=values.get("format", FORMAT_VERSION),
+        problems=tuple(problems),
+    )
 
+
+def _manifest_fields(raw: Mapping, path: Path) -> tuple[dict[str, Any], list[GoldenError]]:
+    """Each field checked on its own: the values of the good ones, and an error for each bad one
+    (in the order they are reported)."""
+    values: dict[str, Any] = {}
+    problems: list[GoldenError] = []
+    for name, check in _FIELD_CHECKS:
+        try:
+            values[name] = check(raw, path)
+        except GoldenError as e:
+            problems.append(e)
+    return values, problems
+
+
+def _format_version(raw: Mapping, path: Path) -> int:
+    version = raw.get("format", 1)  # manifests before the field existed are format 1
+    if type(version) is not int or version < 1:
+        raise GoldenError(path, 0, "format", f"expected a format version (an integer from 1), got {version!r}")
+    if version > FORMAT_VERSION:
+        raise GoldenError(
+            path, 0, "format",
+            f"format {version} is newer than this tokfidelity reads (up to {FORMAT_VERSION}): update tokfidelity",
+        )
+    return version
+
+
+def _profile_name(raw: Mapping, path: Path) -> str:
     profile = _require(raw, "profile", str, path, 0)
-    if profile not in PROFILES:
-        raise GoldenError(path, 0, "profile", f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILES))}")
-    api_view = raw.get("api_view", "sglang")
-    from .views import VIEWS
+    if profile not in PROFILE_NAMES:
+        raise GoldenError(path, 0, "profile", f"unknown profile {profile!r}; known: {', '.join(sorted(PROFILE_NAMES))}")
+    return profile
 
-    if api_view not in VIEWS:
-        raise GoldenError(path, 0, "api_view", f"unknown view {api_view!r}; known: {', '.join(sorted(VIEWS))}")
+
+def _view_name(raw: Mapping, path: Path) -> str:
+    api_view = raw.get("api_view", "sglang")
+    if api_view not in VIEW_NAMES:
+        raise GoldenError(path, 0, "api_view", f"unknown view {api_view!r}; known: {', '.join(sorted(VIEW_NAMES))}")
+    return api_view
+
+
+def _rate(raw: Mapping, path: Path) -> float:
     rate = raw.get("max_known_divergence_rate", 0.0)
     if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 <= rate <= 1:
         raise GoldenError(path, 0, "max_known_divergence_rate", f"expected a number from 0 to 1, got {rate!r}")
+    return float(rate)
+
+
+def _accept(raw: Mapping, path: Path) -> dict[str, float]:
     accept = raw.get("accept", {})
     if not isinstance(accept, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in accept.values()
     ):
         raise GoldenError(path, 0, "accept", 'expected {"<class>": <max hunks per token>, ...}')
-    return Manifest(
-        name=_require(raw, "name", str, path, 0),
-        profile=profile,
-        tokenizer=_tokenizer_spec(raw, path),
-        source=_require(raw, "source", str, path, 0),
-        api_view=api_view,
-        max_known_divergence_rate=float(rate),
-        accept=dict(accept),
-        path=dataset_dir,
-        raw=raw,
-    )
+    return dict(accept)
 
 
 def _tokenizer_spec(raw: Mapping, path: Path) -> str:
@@ -138,6 +192,18 @@ def _tokenizer_spec(raw: Mapping, path: Path) -> str:
     if not spec.strip():  # "" would load whatever tokenizer is in the current directory
         raise GoldenError(path, 0, "tokenizer", "empty: give a hub id, a folder name, a path or pkg:PACKAGE/FILE")
     return spec
+
+
+_FIELD_CHECKS = (
+    ("format", _format_version),
+    ("profile", _profile_name),
+    ("api_view", _view_name),
+    ("max_known_divergence_rate", _rate),
+    ("accept", _accept),
+    ("name", lambda raw, path: _require(raw, "name", str, path, 0)),
+    ("tokenizer", _tokenizer_spec),
+    ("source", lambda raw, path: _require(raw, "source", str, path, 0)),
+)
 
 
 _INT_ONLY = {int}  # bool is not a token id: type(True) is bool

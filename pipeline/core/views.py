@@ -36,13 +36,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import TokfidelityError
+from .names import VIEW_NAMES
 from .profiles import Profile
 from .responses import normalize_finish_reason
 from .tokenizer import Tokenizer
 
 __all__ = ["VIEWS", "api_view", "ViewError"]
 
-VIEWS = ("sglang", "sglang-legacy", "vllm-spaces")  # every view name; each profile lists those it has
+VIEWS = VIEW_NAMES  # every view name (pipeline.core.names); each profile lists those it has
 
 # SGLang's kimi_k2 detector: a call id must look like [functions.]NAME:INDEX for a name to be known
 # (a bare counter needs the request's tool list to guess the name; views have none and drop it).
