@@ -42,8 +42,8 @@ PROMPTS = [  # few and short: the server shares 2 cores with everything else
     "List the numbers 1 to 12 separated by commas.",
     "Describe Paris in one sentence with an emoji.",
     "What is 17 * 23?\n\n1",
-    "Name three colours in French.",
-    "Write a haiku about the sea.",
+    "请用中文介绍一下长城。",  # CJK and emoji: a cut at 32 tokens often lands inside a character
+    "Tell a short story using only emoji and a few words. 🐶🏠",
 ]
 
 
@@ -153,11 +153,19 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
             assert r["check"] == "reconstruction_differs", r.get("check_detail")
             assert rebuilt != r["output_ids"] and r["divergence"]["classes"]
             differs += 1
-    print(f"generate: {len(records)} records with engine ids, {len(records) - differs} rebuilt exactly, {differs} differ "
-          f"({[r['divergence']['classes'] for r in records.values() if 'divergence' in r]})")
+    with capsys.disabled():
+        print(f"generate: {len(records)} records with engine ids, {len(records) - differs} rebuilt exactly, {differs} differ "
+              f"({[r['divergence']['classes'] for r in records.values() if 'divergence' in r]})")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ids_sources"] == {"engine": len(records)}
     assert summary["engine_ids"]["compared"] == len(records) and summary["engine_ids"]["reconstruction_differs"] == differs
+
+    # build takes the engine's ids, also where the text gives others back
+    assert main(["build", "--in", str(out), "--out", str(tmp_path / "train"), "--no-progress"]) == 0, capsys.readouterr().err[-2000:]
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "train" / "train.jsonl").read_text().splitlines())}
+    assert sorted(rows) == sorted(records)
+    for i, row in rows.items():
+        assert row["source"] == "engine" and row["input_ids"] == records[i]["prompt_ids"] + records[i]["output_ids"]
 
     # 4. the same responses as golden samples: the suite's verdict equals what generate recorded
     assert main(["golden-from", "--generations", str(out), "--dataset", "vllm-generated", "--out", str(golden)]) == 0
