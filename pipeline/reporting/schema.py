@@ -98,5 +98,34 @@ def check_document(doc: Any, path: str) -> None:
             raise ResultsError(f"{where}: field 'verdict' is {s['verdict']!r}; expected one of {', '.join(VERDICTS)}")
         if s["dataset"] not in names:
             raise ResultsError(f"{where}: field 'dataset' names {s['dataset']!r}, which is not in 'datasets'")
-        if not isinstance(s.get("hunks", []), list):
-            raise ResultsError(f"{where}: field 'hunks' has the wrong type")
+        _check_sample_details(s, where)
+
+
+def _span(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+
+
+_TOKEN = {"i": int, "id": int, "text": str, "ctx": str}
+
+
+def _check_sample_details(s: Mapping[str, Any], where: str) -> None:
+    """The optional parts of a sample that the report draws: classes, hunks and their windows."""
+    for key, kind in (("classes", list), ("hunks", list), ("tokens", int), ("hunk_count", int), ("report", str)):
+        if key in s and (not isinstance(s[key], kind) or isinstance(s[key], bool)):
+            raise ResultsError(f"{where}: field '{key}' has the wrong type ({type(s[key]).__name__})")
+    if not all(isinstance(c, str) for c in s.get("classes", [])):
+        raise ResultsError(f"{where}: field 'classes' holds something other than class names")
+    for j, h in enumerate(s.get("hunks", [])):
+        at = f"{where}: field 'hunks[{j}]'"
+        if not isinstance(h, dict) or not isinstance(h.get("class"), str) or not _span(h.get("golden")) or not _span(h.get("rebuilt")):
+            raise ResultsError(f"{at}: expected an object with 'class' (a name) and 'golden', 'rebuilt' ([start, end] indices)")
+        window = h.get("window")
+        if window is None:
+            continue
+        if not isinstance(window, dict) or not all(isinstance(window.get(k), list) for k in ("golden", "rebuilt")):
+            raise ResultsError(f"{at}: field 'window' must hold 'golden' and 'rebuilt' token lists")
+        for side in ("golden", "rebuilt"):
+            for k, t in enumerate(window[side]):
+                _fields(t, _TOKEN, f"{at}.window.{side}[{k}]")
+                if "bytes" in t and not (isinstance(t["bytes"], str) and len(t["bytes"]) % 2 == 0):
+                    raise ResultsError(f"{at}.window.{side}[{k}]: field 'bytes' is not hex")
