@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
+from .jsonl_filter import filter_lines
 from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
 
 HELP = "Rebuild output token ids from OpenAI-compatible responses, one JSON object a line on stdin."
@@ -19,7 +19,6 @@ def run(args) -> int:
     from ..core.profiles import ProfileError
     from ..core.reconstruct import ReconstructionError, reconstruct_output_ids
     from ..core.responses import ResponseError
-    from ..core.jsonl import JsonLineError, json_lines
     from ..core.binding import bind_dataset
     from ..core.tokenizer import TokenizerNotFound
 
@@ -29,21 +28,8 @@ def run(args) -> int:
         print(f"tokfidelity reconstruct: {e}", file=sys.stderr)
         return EXIT_USAGE
 
-    failures = 0
-    out = sys.stdout
-    # Bytes, decoded line by line: a byte that is not UTF-8 is that line's error, whatever the locale.
-    for line_no, response in json_lines(sys.stdin.buffer):
-        try:
-            if isinstance(response, JsonLineError):
-                raise response
-            ids = reconstruct_output_ids(response, profile, tokenizer)
-        except (JsonLineError, ResponseError, ReconstructionError) as e:
-            error = str(e)
-        else:
-            out.write(json.dumps({"output_ids": ids}, separators=(",", ":")) + "\n")
-            continue
-        failures += 1
-        print(f"<stdin>:{line_no}: {error}", file=sys.stderr)
-        out.write(json.dumps({"error": error, "line": line_no}) + "\n")
-    out.flush()
+    def convert(response) -> dict:
+        return {"output_ids": reconstruct_output_ids(response, profile, tokenizer)}
+
+    failures = filter_lines(sys.stdin.buffer, "<stdin>", convert, (ResponseError, ReconstructionError), sys.stdout)
     return EXIT_FAILED if failures else EXIT_OK

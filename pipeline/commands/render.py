@@ -6,9 +6,9 @@ running the model's own tokenizer feeds it (``pipeline.core.render.render_prompt
 
 from __future__ import annotations
 
-import json
 import sys
 
+from .jsonl_filter import filter_lines
 from ..cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 HELP = "Render prompt token ids from conversations, one {\"messages\", \"tools\"} JSON object a line, as the model's own tokenizer does."
@@ -32,32 +32,12 @@ def _conversation(item):
 def _render_lines(stream, name, profile, tokenizer, out) -> int:
     from ..core.render import RenderError, render_prompt
 
-    failures = 0
-    # Bytes, decoded line by line: a byte that is not UTF-8 is that line's error, whatever the locale.
-    for line_no, line in enumerate(stream, 1):
-        if not line.strip():
-            continue
-        try:
-            messages, tools, kwargs = _conversation(json.loads(line.decode("utf-8")))
-            ids = render_prompt(messages, tools, profile, tokenizer, chat_template_kwargs=kwargs)
-        except UnicodeDecodeError as e:
-            error = f"not UTF-8: byte 0x{line[e.start]:02x} at column {e.start + 1}"
-        except json.JSONDecodeError as e:
-            error = f"not valid JSON: {e.msg} (column {e.colno})"
-        except RecursionError:
-            error = "not valid JSON: nested too deeply"
-        except RenderError as e:
-            error = str(e)
-        except ValueError as e:  # the line's shape (_conversation)
-            error = str(e)
-        else:
-            out.write(json.dumps({"prompt_ids": ids}, separators=(",", ":")) + "\n")
-            continue
-        failures += 1
-        print(f"{name}:{line_no}: {error}", file=sys.stderr)
-        out.write(json.dumps({"error": error, "line": line_no}, ensure_ascii=False) + "\n")
-    out.flush()
-    return failures
+    def convert(item) -> dict:
+        messages, tools, kwargs = _conversation(item)
+        return {"prompt_ids": render_prompt(messages, tools, profile, tokenizer, chat_template_kwargs=kwargs)}
+
+    # ValueError: the line's shape (_conversation)
+    return filter_lines(stream, name, convert, (RenderError, ValueError), out, ensure_ascii=False)
 
 
 def run(args) -> int:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_path
+from ..core.jsonl import JsonLineError, read_json_lines
 
 __all__ = ["FORMATS", "ORDER_FILE", "file_for", "write_sample", "check_order", "write_order"]
 
@@ -76,11 +77,12 @@ def check_order(fmt: str, out_dir: Path, records: Sequence[Mapping[str, Any]]) -
     if fmt == "safetensors" or not path.is_file():
         return
     ids = [str(r["id"]) for r in records]
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for line_no, row in read_json_lines(path):
         try:
-            row = json.loads(line)
+            if isinstance(row, JsonLineError):
+                raise row
             index, sample_id = row["index"], row["id"]
-        except (ValueError, KeyError, TypeError):
+        except (JsonLineError, KeyError, TypeError):
             raise ValueError(f"{path}:{line_no}: not an order record; move the folder away or give another --out") from None
         if isinstance(index, int) and index < len(ids) and ids[index] != sample_id:
             raise ValueError(
