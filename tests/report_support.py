@@ -15,7 +15,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ("B1_glaive", "B3_magicoder", "smollm2-chat")
+SHIPPED = tuple(sorted(p.parent.name for p in (ROOT / "golden").glob("*/manifest.json")))  # every shipped dataset
 PLANTED = "P9_planted"
 CHAS = 163533  # the ordinary token a wrong profile used for <|im_end|>
 

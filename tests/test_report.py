@@ -142,7 +142,8 @@ def test_partial_runs_say_so(tmp_path):
 def test_report_command_merges_shards_into_the_whole_run(runs, tmp_path):
     root, _, _ = runs
     shards = []
-    for n, selection in enumerate(("B1_glaive or smollm2", "B3_magicoder or P9_planted")):
+    names = [*SHIPPED, PLANTED]
+    for n, selection in enumerate((" or ".join(names[0::2]), " or ".join(names[1::2]))):
         run_pytest(root, tmp_path / f"shard{n}", "-k", selection)
         shard = read_results(tmp_path / f"shard{n}" / "results.json")
         assert shard["partial"] and shard["partial_reasons"] == [f"-k {selection!r}"]
