@@ -10,6 +10,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from ..files import atomic_write
+
 __all__ = ["ENCODING_FILES", "cached_encoding_file"]
 
 # encoding -> sha256 of its file (tiktoken_ext.openai_public pins the same hash)
@@ -47,8 +49,4 @@ def cached_encoding_file(base: str, tried: list[str]) -> Path | None:
     if digest != expected:
         tried.append(f"download {url} (sha256 {digest[:16]}..., expected {expected[:16]}...: not kept)")
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(response.content)
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, response.content, mkdir=True)
