@@ -23,9 +23,9 @@ WORKER_RESULTS_KEY = "tokfidelity_results"  # a worker's sample records, sent to
 
 
 def _explainer(tokenizer, profile):
-    from pipeline.reporting.details import SampleDetails
+    from pipeline.reporting import details
 
-    return SampleDetails(tokenizer, profile)
+    return details.SampleDetails(tokenizer, profile, details.DETAIL_LIMIT)
 
 
 class ResultsRecorder:

@@ -232,3 +232,28 @@ def test_details_are_kept_for_text_changes_and_the_first_few_resplits_only(kimi,
     assert details == [True, True, False, False]
     assert explain(Sample, changed, "divergent")["detail"]  # text changes: always
     assert explain(Sample, resplit, "policy", force=True)["hunks"][0]["window"]["golden"]
+
+
+def test_new_divergences_beyond_the_detail_limit_are_shown_in_full_and_policy_ones_are_not(pytester, monkeypatch, kimi, profile):
+    """Text-preserving samples get token windows only up to the limit; a new divergence (a failing test)
+    past it is judged again for its windows."""
+    from pipeline.core.golden import write_dataset
+    from pipeline.reporting import details
+
+    monkeypatch.setattr(details, "DETAIL_LIMIT", 1)
+    think_end = profile.ids["think_end"]
+    split = kimi.encode_ordinary("Think.") + [think_end] + kimi.encode_ordinary(" initial") + kimi.encode_ordinary("izer") + [profile.stop_id]
+    samples = [{"id": f"split{i}", "output_ids": split, "finish_reason": "stop"} for i in range(4)]
+    base = {"profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "tests/test_report.py"}
+    write_dataset(pytester.path / "golden" / "N1_new", {"name": "N1_new", **base}, samples)
+    write_dataset(pytester.path / "golden" / "N2_policy", {"name": "N2_policy", **base, "accept": {"non-canonical-split": 0.5}}, samples)
+    result = pytester.runpytest("-p", "no:randomly", "--tokfidelity-dataset=N1,N2", f"--tokfidelity-golden-dir={pytester.path / 'golden'}",
+                                f"--tokfidelity-state-dir={pytester.path / 'state'}", f"--tokfidelity-report={pytester.path / 'out'}")
+    result.assert_outcomes(failed=4, passed=4 + 2 * 4)
+    doc = read_results(pytester.path / "out" / "results.json")
+    new = [s for s in doc["samples"] if s["dataset"] == "N1_new"]
+    policy = [s for s in doc["samples"] if s["dataset"] == "N2_policy"]
+    assert [s["verdict"] for s in new] == ["new"] * 4 and all(s["detail"] and s["hunks"][0]["window"] for s in new)
+    assert [s["verdict"] for s in policy] == ["policy"] * 4
+    assert [s["detail"] for s in policy] == [True, False, False, False]
+    assert all("window" not in s["hunks"][0] for s in policy[1:])

@@ -231,8 +231,8 @@ def render_report(doc: Mapping[str, Any]) -> str:
         '<i>special</i></span> <span class="t bad"><b>\\xe2</b><i>bytes</i></span> not UTF-8 alone '
         '<span class="t cx"><b>x</b><i>id</i><u>\u2717 ctx</u></span> decodes differently in context</p>',
         _filters(doc, samples),
-        f'<section id="detailed"><h3>In detail: {len(detailed):,} (every new, known and text-changing sample; the first '
-        f'{doc.get("detail_limit", 0):,} text-preserving ones per dataset)</h3>',
+        f'<section id="detailed"><h3>In detail: {len(detailed):,} (every new divergence and every sample whose text '
+        f'changed; of the others, which only re-split, the first {doc.get("detail_limit", 0):,} per dataset)</h3>',
         "".join(_sample(n, s) for n, s in enumerate(detailed)),
         '</section><section id="summarised"><h3>Summarised: <span id="summarised-count"></span> shown by the filters, of '
         f'{len(summarised):,} text-preserving samples (filtered), a page at a time</h3>'

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_write
-from .details import DETAIL_LIMIT
+from . import details
 from .schema import SCHEMA, VERDICTS, VERSION, ResultsError, check_document
 
 __all__ = [
@@ -101,12 +101,13 @@ def _sample_order(datasets: Sequence[Mapping[str, Any]]):
     return lambda s: (order.get(s["dataset"], len(order)), s.get("line") or 0, s.get("id") or "")
 
 
-def trim_details(samples: list[dict[str, Any]], limit: int = DETAIL_LIMIT) -> None:
-    """Keep token windows for every text-changing sample, and for the first ``limit`` samples of
-    each dataset whose hunks all keep the text (samples come sorted)."""
+def trim_details(samples: list[dict[str, Any]], limit: int) -> None:
+    """Keep token windows for every new and every text-changing sample, and for the first ``limit``
+    other samples of each dataset whose hunks all keep the text (samples come sorted)."""
     seen: dict[str, int] = {}
     for s in samples:
-        if not s.get("detail") or not s.get("texts_identical") or not all(h.get("text_preserving") for h in s.get("hunks", ())):
+        if s["verdict"] == "new" or not s.get("detail") or not s.get("texts_identical") or \
+                not all(h.get("text_preserving") for h in s.get("hunks", ())):
             continue
         n = seen[s["dataset"]] = seen.get(s["dataset"], 0) + 1
         if n > limit:
@@ -118,8 +119,9 @@ def trim_details(samples: list[dict[str, Any]], limit: int = DETAIL_LIMIT) -> No
 
 def results_document(
     datasets: list[dict[str, Any]], samples: list[dict[str, Any]], *, command: Sequence[str],
-    partial_reasons: Sequence[str], code: Mapping[str, Any] | None = None, detail_limit: int = DETAIL_LIMIT,
+    partial_reasons: Sequence[str], code: Mapping[str, Any] | None = None, detail_limit: int | None = None,
 ) -> dict[str, Any]:
+    detail_limit = details.DETAIL_LIMIT if detail_limit is None else detail_limit
     samples = sorted(samples, key=_sample_order(datasets))
     trim_details(samples, detail_limit)
     return {
@@ -188,7 +190,7 @@ def merge_results(docs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, An
     stopped for another reason than narrowing the selection."""
     datasets: dict[str, dict[str, Any]] = {}
     samples: dict[tuple[str, str], dict[str, Any]] = {}
-    sources, command, code, detail_limit = [], [], {}, DETAIL_LIMIT
+    sources, command, code, detail_limit = [], [], {}, details.DETAIL_LIMIT
     for where, doc in docs:
         sources.append(where)
         command = command or doc["command"]

@@ -9,7 +9,7 @@ A results.json is one JSON object:
 - ``partial`` (bool) and ``partial_reasons`` (list of strings): a run that did not verify every
   sample of every dataset (``-k``, ``--tokfidelity-sample``, ``-x``, a lost xdist worker, ...).
 - ``sources``: for a merged file, the files it was merged from (else empty).
-- ``detail_limit``: how many text-preserving samples per dataset carry token windows.
+- ``detail_limit``: how many text-preserving samples per dataset carry token windows (new ones always do).
 - ``datasets``: one object per dataset:
   ``name``, ``path`` (its folder, as the run saw it), ``profile``, ``tokenizer`` (the spec used), ``tokenizer_fingerprint``, ``view``,
   ``dataset_fingerprint`` (sha256 over ``golden_files``: each dataset file's sha256 by relative path),
