@@ -39,6 +39,7 @@ class ResultsRecorder:
         self.out_dir = out_dir
         self.samples: list[dict[str, Any]] = []
         self.written: list[Path] = []
+        self.failed_checks: dict[str, list[dict[str, str]]] = {}  # dataset -> failed whole-dataset checks
         self.error: str | None = None
         for ds in session.datasets:
             ds.explain = _explainer  # DatasetRun builds its Judge with explain=ds.explain(tokenizer, profile)
@@ -76,6 +77,16 @@ class ResultsRecorder:
             self.config.workeroutput[WORKER_RESULTS_KEY] = self.samples
 
     # -- the controller --------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Failed whole-dataset checks (test_manifest, test_stop_tokens, ...), with their messages."""
+        if not report.failed or hasattr(self.config, "workerinput"):
+            return
+        path, _, name = report.nodeid.partition("::")
+        check, _, param = name.partition("[")
+        if path.endswith("tokfidelity_suite.py") and check != "test_fidelity" and param.endswith("]"):
+            message = str(report.longrepr)
+            self.failed_checks.setdefault(param[:-1], []).append({"check": check, "message": message[-4000:]})
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         output = getattr(node, "workeroutput", {}) or {}
@@ -101,6 +112,7 @@ class ResultsRecorder:
                 gate_note=outcome.get("gate", "record unchanged"), problems=outcome.get("problems", []),
                 partial_reasons=run_report.partial, wall_s=outcome.get("wall", 0.0),
                 golden_dir=self.config.option.tokfidelity_golden_dir, path=str(ds.dir),
+                failed_checks=self.failed_checks.get(ds.name, []),
             ))
         libraries = gate.library_versions()  # the fingerprint as gate records compute it
         fingerprint = dataset_fingerprint({**gate.code_file_hashes(), **{f"lib:{k}": v for k, v in libraries.items()}})

@@ -58,6 +58,9 @@ def test_a_run_writes_results_that_match_the_run(runs):
         assert d["samples_total"] == d["samples_run"] == record["counts"]["samples"]
     planted = by_name[PLANTED]
     assert planted["gate"]["state"] == "closed" and planted["problems"]
+    (check,) = planted["failed_checks"]  # the stop check saw the wrong stop id
+    assert check["check"] == "test_stop_tokens" and "163533 'chas'" in check["message"]
+    assert all(not by_name[n]["failed_checks"] for n in SHIPPED)
     assert planted["snapshot_update"].endswith(f"--tokfidelity-dataset={PLANTED} --tokfidelity-golden-dir={root / 'golden'} --snapshot-update")
     # one record per non-exact sample, with the verdict the run gave it
     for d in doc["datasets"]:
@@ -101,6 +104,8 @@ def test_xdist_gives_the_same_results(runs):
     a, b = read_results(root / "lone" / "results.json"), read_results(root / "xdist" / "results.json")
     assert _key(a) == _key(b)
     assert not b["partial"]
+    checks = [{d["name"]: [c["check"] for c in d["failed_checks"]] for d in doc["datasets"]} for doc in (a, b)]
+    assert checks[0] == checks[1] and checks[0][PLANTED] == ["test_stop_tokens"]
     assert {d["name"]: d["tokenizer_fingerprint"] for d in a["datasets"]} == {d["name"]: d["tokenizer_fingerprint"] for d in b["datasets"]}
 
 

@@ -69,6 +69,7 @@ def test_the_page_shows_what_results_json_says_and_sends_nothing(browser, report
     assert int(body["data-shown"]) == len(doc["samples"])
     assert {v: sum(s["verdict"] == v for s in doc["samples"]) for v in ("new", "bad-input")} == {"new": 3, "bad-input": 1}
     assert "Complete run" in dom.text["partial"]
+    assert "test_stop_tokens failed" in dom.text["problems"] and "163533 'chas'" in dom.text["problems"]
     print(f"report of {len(doc['samples'])} samples: {page.stat().st_size:,} bytes; ready {body['data-ready-ms']} ms "
           f"after navigation; chromium run {wall:.2f} s")
     browser.screenshot(page.as_uri(), OUTPUT / "report.png")

@@ -155,6 +155,18 @@ def _filters(doc: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> st
             f'<button id="clear-filters" type="button">all</button><span id="shown"></span></div>')
 
 
+def _problems(datasets: Sequence[Mapping[str, Any]]) -> str:
+    """What failed besides samples: whole-dataset checks, rate limits; one block per dataset."""
+    items = []
+    for d in datasets:
+        checks = "".join(f'<details><summary>{escape(c.get("check", ""))} failed</summary><pre>{escape(c.get("message", ""))}</pre>'
+                         f"</details>" for c in d.get("failed_checks", []))
+        notes = "".join(f"<li>{escape(p)}</li>" for p in d.get("problems", []))
+        if checks or notes:
+            items.append(f'<li data-dataset="{escape(d["name"])}"><b>{escape(d["name"])}</b><ul>{notes}</ul>{checks}</li>')
+    return f'<ul id="problems">{"".join(items)}</ul>' if items else ""
+
+
 def _advice(samples: Sequence[Mapping[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for s in samples:
@@ -219,7 +231,7 @@ def render_report(doc: Mapping[str, Any]) -> str:
         f'<code>{escape(" ".join(["pytest", *doc.get("command", [])]))}</code> · code '
         f'{escape(str(doc.get("code", {}).get("fingerprint", ""))[:16])}</p>',
         _status(doc),
-        "<h2>Datasets</h2>", _summary_table(doc["datasets"]),
+        "<h2>Datasets</h2>", _summary_table(doc["datasets"]), _problems(doc["datasets"]),
         "<h2>Divergences</h2><div class=\"charts\"><div><h4>hunks by class and verdict (bar length: log scale)</h4>",
         class_chart(class_hunks(samples), VERDICTS),
         "</div><div><h4>where in the output hunks start</h4>", position_chart(position_bins(samples)), "</div></div>",

@@ -70,6 +70,7 @@ def dataset_entry(
     tokenizer_fingerprint: str | None, view: str, golden_files: Mapping[str, str], accept: Mapping[str, float],
     max_known_divergence_rate: float, gate_note: str, problems: Sequence[str], partial_reasons: Sequence[str],
     wall_s: float, golden_dir: str | None = None, path: str | None = None,
+    failed_checks: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
     counts = {k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}  # stale_snapshots: a count
     return {
@@ -90,6 +91,7 @@ def dataset_entry(
         "wall_s": round(wall_s, 3),
         "gate": {"state": gate_state(gate_note), "notes": [gate_note]},
         "problems": list(problems),
+        "failed_checks": [dict(c) for c in failed_checks],
         "partial": bool(partial_reasons) or counts.get("samples", 0) < samples_total,
         "partial_reasons": list(partial_reasons),
         "snapshot_update": snapshot_update_command(name, golden_dir),
@@ -181,6 +183,7 @@ def _merge_dataset(into: dict[str, Any], other: Mapping[str, Any], where: str) -
     into["wall_s"] = round(into["wall_s"] + other["wall_s"], 3)
     into["gate"]["notes"] += other["gate"]["notes"]
     into["problems"] += other["problems"]
+    into["failed_checks"] = into.get("failed_checks", []) + other.get("failed_checks", [])
     into["partial_reasons"] += [r for r in other["partial_reasons"] if r not in into["partial_reasons"]]
 
 

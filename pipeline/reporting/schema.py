@@ -19,7 +19,8 @@ A results.json is one JSON object:
   class), ``stale_snapshots``), ``rates`` (``divergent_samples``, ``known_samples``, ``new_samples``,
   ``policy_samples``: shares of samples run; ``hunks_per_1k_tokens``), ``wall_s``, ``gate``
   (``state``: ``open`` | ``closed`` | ``unchanged`` | ``mixed`` (merged shards disagree); ``notes``:
-  what the run did to the gate record), ``problems``, ``partial``, ``partial_reasons``, and
+  what the run did to the gate record), ``problems``, ``failed_checks`` (whole-dataset checks that
+  failed: ``check``, e.g. ``test_stop_tokens``, and ``message``), ``partial``, ``partial_reasons``, and
   ``snapshot_update``: the exact command that records this dataset's divergences for review.
 - ``samples``: one object per sample that was not exact, in dataset then line order:
   ``dataset``, ``id``, ``line``, ``verdict`` (``new``: an unreviewed divergence, the test failed;
