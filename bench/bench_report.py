@@ -118,7 +118,7 @@ def synthetic(samples: int, tokens: int) -> dict:
         rec = {k: v for k, v in template.items() if k != "hunks"}
         keep_windows = verdict != "policy" or detailed_keep < 300
         detailed_keep += verdict == "policy"
-        rec["hunks"] = [copy.deepcopy(h) if keep_windows else {k: h[k] for k in ("class", "golden", "rebuilt", "text_preserving")}
+        rec["hunks"] = [copy.deepcopy(h) if keep_windows else {k: v for k, v in h.items() if k != "window"}
                         for h in template["hunks"]]
         _shift(rec["hunks"], rng.randrange(-min(h["golden"][0] for h in rec["hunks"]),
                                            tokens - max(h["golden"][1] for h in rec["hunks"]) + 1))

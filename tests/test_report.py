@@ -262,3 +262,6 @@ def test_new_divergences_beyond_the_detail_limit_are_shown_in_full_and_policy_on
     assert [s["verdict"] for s in policy] == ["policy"] * 4
     assert [s["detail"] for s in policy] == [True, False, False, False]
     assert all("window" not in s["hunks"][0] for s in policy[1:])
+    split_ids = kimi.encode_ordinary(" initial") + kimi.encode_ordinary("izer")
+    assert all(s["hunks"][0]["golden_ids"] == split_ids and s["hunks"][0]["golden_text"] == [" initial", "izer"]
+               and s["hunks"][0]["rebuilt_text"] == [" initializer"] for s in policy)  # ids and texts: every sample

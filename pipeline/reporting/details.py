@@ -65,18 +65,28 @@ class SampleDetails:
             ],
             "detail": detailed,
         }
+        self._add_ids(out["hunks"][:HUNKS_DETAILED], diagnosis)
         if detailed:
             self._add_windows(out["hunks"][:HUNKS_DETAILED], diagnosis)
         return out
 
-    def _add_windows(self, hunks: list[dict[str, Any]], diagnosis: Diagnosis) -> None:
-        golden, rebuilt = diagnosis.golden_ids, diagnosis.recon_ids
-        g_windows = token_windows(golden, self.tokenizer, [tuple(h["golden"]) for h in hunks])
-        r_windows = token_windows(rebuilt, self.tokenizer, [tuple(h["rebuilt"]) for h in hunks])
-        for h, gw, rw in zip(hunks, g_windows, r_windows):
+    def _add_ids(self, hunks: list[dict[str, Any]], diagnosis: Diagnosis) -> None:
+        """Every sample: the ids of each hunk, and each id's text (what a reviewed snapshot shows)."""
+        golden, rebuilt, text = diagnosis.golden_ids, diagnosis.recon_ids, self._text
+        for h in hunks:
             (gs, ge), (rs, re) = h["golden"], h["rebuilt"]
             h["golden_ids"] = list(golden[gs : min(ge, gs + HUNK_IDS_SHOWN)])
             h["rebuilt_ids"] = list(rebuilt[rs : min(re, rs + HUNK_IDS_SHOWN)])
+            h["golden_text"] = [text(i) for i in h["golden_ids"]]
+            h["rebuilt_text"] = [text(i) for i in h["rebuilt_ids"]]
+
+    def _text(self, token_id: int) -> str:
+        return self.tokenizer.token_text(token_id) if self.tokenizer.is_valid_id(token_id) else ""
+
+    def _add_windows(self, hunks: list[dict[str, Any]], diagnosis: Diagnosis) -> None:
+        g_windows = token_windows(diagnosis.golden_ids, self.tokenizer, [tuple(h["golden"]) for h in hunks])
+        r_windows = token_windows(diagnosis.recon_ids, self.tokenizer, [tuple(h["rebuilt"]) for h in hunks])
+        for h, gw, rw in zip(hunks, g_windows, r_windows):
             h["window"] = {"golden": self._tokens(gw), "rebuilt": self._tokens(rw)}
 
     def _tokens(self, window: Sequence[WindowToken]) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ __all__ = [
 
 # Partial-run reasons that only narrow the selection: shards merged together may cover it all.
 SELECTION_REASONS = ("-k ", "-m ", "--deselect", "--lf", "--tokfidelity-sample")
-_WINDOW_KEYS = ("window", "golden_ids", "rebuilt_ids")
+_WINDOW_KEYS = ("window",)
 
 
 def _now() -> str:

@@ -30,8 +30,9 @@ A results.json is one JSON object:
   ids), ``rebuilt_tokens``, ``texts_identical`` (decoded bytes equal), ``classes`` (distinct, in
   order of first hunk), ``hunk_count``, ``detail`` (whether the hunks below carry windows) and
   ``hunks`` (at most 100): ``class``, ``golden`` and ``rebuilt`` (``[start, end)`` index spans),
-  ``text_preserving``, and with ``detail``: ``golden_ids``, ``rebuilt_ids`` (at most 24 each) and
-  ``window`` (``golden``, ``rebuilt``: the tokens around the hunk, each ``{"i": index, "id", "text":
+  ``text_preserving``, for the first 20 hunks ``golden_ids``, ``rebuilt_ids`` (at most 24 each) and
+  ``golden_text``, ``rebuilt_text`` (each id's text), and with ``detail`` ``window`` (``golden``,
+  ``rebuilt``: the tokens around the hunk, each ``{"i": index, "id", "text":
   its text alone, "ctx": what it adds in context, "ok": decode(prefix) + decode([id]) ==
   decode(prefix + [id]), "hunk": inside the hunk, "special": a special or marker id (only when
   true), "bytes": hex of its raw bytes (only when they are not valid UTF-8 alone)}``).
