@@ -4,6 +4,10 @@ Collection only needs a test id per sample; parsing 40,000 samples of 3,500 ids 
 seconds and gigabytes in a process that runs none of them. ``SampleIndex`` keeps each line's
 byte offset, length, line number and sample id (read from the line's start when the id comes
 first, as ``pipeline.core.golden.write_dataset`` writes it). ``read`` parses one sample fully.
+
+The pass that indexes the file also hashes it (``sha256``: the gate pins these bytes) and keeps a
+CRC of each line; ``read`` checks the bytes it parses against that CRC, so a sample edited on disk
+after it was indexed fails its test instead of being judged as something the pin does not cover.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import hashlib
 import json
 import os
 import re
+import zlib
 from array import array
 from pathlib import Path
 
@@ -61,6 +66,8 @@ class SampleIndex:
         self.offsets = array("q")
         self.lengths = array("q")
         self.lines = array("q")
+        self.crcs = array("I")
+        self.sha256: str | None = None  # of the whole file as indexed (None: it could not be read)
         self.ids: list[str | None] = []  # None: no id readable (the line's test is named line-N)
         self.duplicate_of: dict[int, int] = {}  # position -> line where the id was first seen
         self.problem: str | None = None  # why the file cannot be read at all, for test_manifest
@@ -74,8 +81,10 @@ class SampleIndex:
             return
         first_line: dict[str, int] = {}
         offset = 0
+        digest = hashlib.sha256()
         with f:
             for line_no, line in enumerate(f, 1):
+                digest.update(line)
                 n = len(line)
                 if line_no == 1 and line.startswith(codecs.BOM_UTF8):  # some editors write one
                     bom = len(codecs.BOM_UTF8)
@@ -91,8 +100,10 @@ class SampleIndex:
                     self.offsets.append(offset)
                     self.lengths.append(n)
                     self.lines.append(line_no)
+                    self.crcs.append(zlib.crc32(line))
                     self.ids.append(sample_id)
                 offset += n
+        self.sha256 = digest.hexdigest()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -121,19 +132,35 @@ class SampleIndex:
                 self.path, line_no, "id", f"duplicate id {self.ids[position]!r} (first on line {self.duplicate_of[position]})"
             )
         data = os.pread(fd, self.lengths[position], self.offsets[position])
+        if zlib.crc32(data) != self.crcs[position]:
+            return GoldenError(
+                self.path, line_no, None,
+                "changed on disk since the file was indexed at the start of the run; run the suite again on the final file",
+            )
         try:
             obj = _loads(data)
         except (*_DecodeError, ValueError) as e:
-            try:  # the stdlib says where
-                json.loads(data)
-            except json.JSONDecodeError as je:
-                return GoldenError(self.path, line_no, None, f"not valid JSON: {je.msg} (column {je.colno})")
-            except RecursionError:
-                return GoldenError(self.path, line_no, None, "not valid JSON: nested too deeply")
-            except UnicodeDecodeError as ue:
-                return GoldenError(self.path, line_no, None, f"not UTF-8: byte 0x{data[ue.start]:02x} at column {ue.start + 1}")
-            return GoldenError(self.path, line_no, None, f"not valid JSON: {e}")
+            obj = _strict_loads(data, self.path, line_no, e)  # what orjson refuses, the stdlib may read
+            if isinstance(obj, GoldenError):
+                return obj
         try:
             return parse_sample(obj, self.path, line_no)
         except GoldenError as e:
             return e
+
+
+def _strict_loads(data: bytes, path: Path, line_no: int, error: Exception):
+    """A line orjson refused, read by the stdlib (which takes the lone surrogates ``capture`` writes
+    escaped on purpose), or a GoldenError saying where it breaks."""
+    try:
+        text = data.decode("utf-8")  # explicitly: json.loads(bytes) would guess UTF-16 from \xff\xfe
+    except UnicodeDecodeError as ue:
+        return GoldenError(path, line_no, None, f"not UTF-8: byte 0x{data[ue.start]:02x} at column {ue.start + 1}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as je:
+        return GoldenError(path, line_no, None, f"not valid JSON: {je.msg} (column {je.colno})")
+    except RecursionError:
+        return GoldenError(path, line_no, None, "not valid JSON: nested too deeply")
+    except ValueError:
+        return GoldenError(path, line_no, None, f"not valid JSON: {error}")

@@ -8,6 +8,7 @@ process's ``RunReport`` (report.py) prints the summary and writes the gate recor
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,31 @@ def _golden_dir(config: pytest.Config) -> Path:
     return default_golden_dir()
 
 
+def _judges(value: str | None) -> int | None:
+    """TOKFIDELITY_JUDGES: judging processes (or threads) per pytest process; None: the default."""
+    if value is None or not value.strip():
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise pytest.UsageError(f"TOKFIDELITY_JUDGES: expected a whole number of judges from 1, got {value!r} (unset it for the default)")
+    return n
+
+
+def _state_dir_problem(state_dir: Path) -> str | None:
+    """Why gate records cannot be written under ``state_dir`` (checked now, not after the whole run)."""
+    for folder in (state_dir / "gates", state_dir, *state_dir.parents):
+        if folder.is_symlink() and not folder.exists():
+            return f"{folder} is a link to {os.readlink(folder)}, which does not exist"
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{folder} is a file; gate records need a folder there"
+            return None
+    return None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     names = _dataset_names(config)
     if not names:
@@ -61,16 +87,21 @@ def pytest_configure(config: pytest.Config) -> None:
     from pipeline.core.gate import default_state_dir
 
     state_dir = Path(opt.tokfidelity_state_dir) if opt.tokfidelity_state_dir else default_state_dir()
-    for folder in (state_dir, state_dir / "gates"):  # checked now, not after the whole run when the records are due
-        if folder.exists() and not folder.is_dir():
-            raise pytest.UsageError(f"--tokfidelity-state-dir: {folder} is a file; gate records need a folder there")
+    if (problem := _state_dir_problem(state_dir.absolute())) is not None:
+        raise pytest.UsageError(f"--tokfidelity-state-dir: {problem}")
+    if getattr(opt, "newfirst", False):
+        raise pytest.UsageError(
+            "--nf (--new-first) cannot order the fidelity suite, whose tests are samples, not files: "
+            "run the suite without it (or run it separately from the tests --nf should order)"
+        )
+    judges = _judges(os.environ.get("TOKFIDELITY_JUDGES"))
     if opt.tokfidelity_view is not None:
         from pipeline.core.views import VIEWS
 
         if opt.tokfidelity_view not in VIEWS:
             raise pytest.UsageError(f"--tokfidelity-view: unknown view {opt.tokfidelity_view!r}; known: {', '.join(VIEWS)}")
     try:
-        session = FidelitySession(config, names, _golden_dir(config))
+        session = FidelitySession(config, names, _golden_dir(config), judges)
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly
         raise pytest.UsageError(f"--tokfidelity-dataset: {e}") from None
     config.pluginmanager.register(session, PLUGIN_NAME)

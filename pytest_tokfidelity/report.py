@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 
 from pipeline.core import gate
+from pipeline.core.decision import CLOSED, OPEN, Completeness, Counts, decide
+from pipeline.core.pins import Pins
 
-from .counts import merge_counts
-from .session import DATASET_CHECKS, SAMPLE_TEST, SUITE_NODE_NAME, WORKER_OUTPUT_KEY, WORKER_TOKENIZERS_KEY, DatasetRun, FidelitySession
+from .session import (
+    PROPERTY, SAMPLE_TEST, WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, DatasetRun, FidelitySession,
+)
 from .snapshots import DiagnosisExtension, snapshot_file
 
 __all__ = ["RunReport"]
@@ -31,42 +34,44 @@ class RunReport:
         self.config = session.config
         self.counts = session.counts  # a lone process counts here; workers' counts are merged in
         self.started = time.perf_counter()
+        self.started_at = time.time()
         self.reports: dict[str, dict[str, Any]] = {
             d.name: {"passed": set(), "checks": set(), "failed": set()} for d in session.datasets
         }
         self.lost_workers: list[str] = []
         self.judged_with: dict[str, list[dict[str, str]]] = {}  # dataset -> what xdist workers judged with
+        self.worker_pins: dict[str, list[Pins]] = {}  # dataset -> what each xdist worker read
         self.summary_lines: list[str] = []
         self.outcomes: dict[str, dict[str, Any]] = {}  # dataset -> gate note, problems, wall time (for results.json)
         self.partial: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        path, _, name = report.nodeid.partition("::")
-        if path != SUITE_NODE_NAME or "[" not in name:
+        found = next((value for key, value in report.user_properties if key == PROPERTY), None)
+        if found is None:  # not a test of the fidelity suite
             return
-        func, _, param = name.partition("[")
-        param = param[:-1]
-        dataset = param.split("/", 1)[0]
+        dataset, check = found
         tally = self.reports.get(dataset)
         if tally is None:
             return
         start, stop = getattr(report, "start", None), getattr(report, "stop", None)
-        if start is not None:
+        if start and stop and start >= self.started_at - 1:  # a lost worker's report has none worth the name
             tally["start"] = min(tally.get("start", start), start)
             tally["stop"] = max(tally.get("stop", stop), stop)
         if report.failed:
-            tally["failed"].add(name)
+            tally["failed"].add(report.nodeid)
         elif report.when == "call" and report.passed:
-            tally["passed" if func == SAMPLE_TEST else "checks"].add(name if func == SAMPLE_TEST else func)
+            tally["passed" if check == SAMPLE_TEST else "checks"].add(report.nodeid if check == SAMPLE_TEST else check)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         output = getattr(node, "workeroutput", {}) or {}
         for name, counts in output.get(WORKER_OUTPUT_KEY, {}).items():
             if name in self.counts:
-                merge_counts(self.counts[name], counts)
+                self.counts[name].merge(Counts.from_dict(counts))
         for name, facts in output.get(WORKER_TOKENIZERS_KEY, {}).items():
             self.judged_with.setdefault(name, []).append(facts)
+        for name, pins in output.get(WORKER_PINS_KEY, {}).items():
+            self.worker_pins.setdefault(name, []).append(Pins.from_dict(pins))
         if error:
             self.lost_workers.append(f"{getattr(node, 'gateway', None) and node.gateway.id}: {error}")
 
@@ -102,98 +107,80 @@ class RunReport:
         for ds in self.session.datasets:
             counts = self.counts[ds.name]
             tally = self.reports[ds.name]
-            problems = [f"{len(tally['failed'])} test(s) failed"] if tally["failed"] else []
-            problems += self._rate_problems(ds, counts)
-            if self.session.update_snapshots and counts["stale_snapshots"]:
+            if self.session.update_snapshots and counts.stale_snapshots:
                 DiagnosisExtension().delete_snapshots(
-                    snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts["stale_snapshots"])
+                    snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts.stale_snapshots)
                 )
-            gate_note = self._gate(ds, counts, tally, problems, partial, state_dir, args)
-            if problems and not tally["failed"]:
+            completeness = Completeness(
+                expected=len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
+                checks_passed=frozenset(tally["checks"]), partial=tuple(partial),
+            )
+            decision = decide(counts, ds.manifest, completeness)
+            gate_note = self._gate(ds, counts, decision, state_dir, args)
+            if decision.problems and not tally["failed"]:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             span = tally.get("stop", 0.0) - tally.get("start", 0.0)  # first test start to last test end
-            self.summary_lines += self._summary(ds, counts, span or wall, gate_note, problems)
-            self.outcomes[ds.name] = {"gate": gate_note, "problems": problems, "wall": span or wall}
+            span = min(span, wall) if span > 0 else wall
+            self.summary_lines += self._summary(ds, counts, span, gate_note, decision)
+            self.outcomes[ds.name] = {"gate": gate_note, "problems": list(decision.problems), "wall": span}
         self.partial = partial
         if self.session.results is not None:
             self.session.results.write(self)
 
-    def _rate_problems(self, ds: DatasetRun, counts: dict[str, Any]) -> list[str]:
-        problems = []
-        tokens = counts["tokens"]
-        if ds.manifest is not None:
-            for cls, n in counts["policy_hunks_by_class"].items():
-                limit = ds.manifest.accept.get(cls, 0.0)
-                if tokens and n / tokens > limit:
-                    problems.append(
-                        f"accept policy exceeded: {n} {cls} hunks in {tokens} tokens "
-                        f"({n / tokens:.5f} per token) > {limit} (manifest accept.{cls})"
-                    )
-        return problems
+    def _pins(self, ds: DatasetRun) -> tuple[Pins | None, list[str]]:
+        """What the run read of the dataset and its tokenizer, and what differs on disk now."""
+        seen = self.worker_pins.get(ds.name) or [ds.pins()]
+        first = seen[0]
+        if any(p != first for p in seen[1:]):
+            return None, ["the dataset or tokenizer files changed while xdist workers were reading them"]
+        if not first.tokenizer:  # a lone process whose samples never needed the tokenizer: pin it now
+            ds.setup()
+            first = Pins(first.golden, ds.pins().tokenizer)
+        return first, first.changes(ds.dir)
 
-    def _gate(self, ds, counts, tally, problems, partial, state_dir, args) -> str:
-        record_counts = {k: v for k, v in counts.items() if not isinstance(v, list)}
-        if problems:
-            reason = "; ".join(problems) + f" (pytest {' '.join(args)})"
-            gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=record_counts, pytest_args=args)
-            return "closed (record written: " + "; ".join(problems) + ")"
-        if partial:
-            return "record unchanged: partial run (" + ", ".join(partial) + ")"
-        expected = len(ds.index)  # every non-blank line of samples.jsonl
-        if expected == 0:
-            return "record unchanged: the dataset has no samples"
-        missing_checks = [c for c in DATASET_CHECKS if c not in tally["checks"]]
-        if len(tally["passed"]) != expected or missing_checks:
-            return (
-                f"record unchanged: {len(tally['passed'])} of {expected} samples passed"
-                + (f", checks not passed: {', '.join(missing_checks)}" if missing_checks else "")
+    def _gate(self, ds, counts: Counts, decision, state_dir, args) -> str:
+        if decision.status == OPEN:
+            pins, changed = self._pins(ds)
+            if changed:
+                reason = "inputs changed during the run: " + "; ".join(changed)
+                gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=counts, pytest_args=args)
+                return f"closed: {reason}"
+            facts = self.judged_with.get(ds.name, [])
+            if not facts or any(f != facts[0] for f in facts):  # a lone process, or workers that disagree
+                ds.setup()  # loads the tokenizer only where this process has not yet
+                facts = [ds.judged_with()]
+            path = gate.write_open_record(
+                ds.dir, state_dir=state_dir, tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0]["fingerprint"],
+                profile=facts[0]["profile"], view=ds.view, counts=counts, pytest_args=args, pins=pins,
             )
-        samples = counts["samples"] or 1
-        limit = ds.manifest.max_known_divergence_rate
-        if counts["known"] / samples > limit:
-            reason = (
-                f"known-divergence rate {counts['known']}/{counts['samples']} = {counts['known'] / samples:.4f} "
-                f"exceeds the manifest's max_known_divergence_rate {limit}"
-            )
-            gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=record_counts, pytest_args=args)
-            return f"closed: {reason}"
-        facts = self.judged_with.get(ds.name, [])
-        if not facts or any(f != facts[0] for f in facts):  # a lone process, or workers that disagree
-            ds.setup()  # loads the tokenizer only where this process has not yet
-            facts = [ds.judged_with()]
-        path = gate.write_open_record(
-            ds.dir,
-            state_dir=state_dir,
-            tokenizer_spec=ds.tokenizer_spec,
-            tokenizer_fingerprint=facts[0]["fingerprint"],
-            profile=facts[0]["profile"],
-            view=ds.view,
-            counts=record_counts,
-            pytest_args=args,
-        )
-        return f"open (record {path})"
+            return f"open (record {path})"
+        if decision.status == CLOSED:
+            reason = decision.reason + (f" (pytest {' '.join(args)})" if decision.problems else "")
+            gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=counts, pytest_args=args)
+            return f"closed (record written: {decision.reason})" if decision.problems else f"closed: {decision.reason}"
+        return f"record unchanged: {decision.reason}"
 
-    def _summary(self, ds, counts, wall, gate_note, problems) -> list[str]:
-        n = counts["samples"]
-        tokens = counts["tokens"]
-        divergent = counts["policy"] + counts["known"] + counts["new"]
+    def _summary(self, ds, counts: Counts, wall, gate_note, decision) -> list[str]:
+        n = counts.samples
+        tokens = counts.tokens
+        divergent = counts.policy + counts.known + counts.new
 
         def by_class(d: dict[str, int]) -> str:
             return ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"
 
-        per_k = 1000 * counts["hunks"] / tokens if tokens else 0.0
+        per_k = 1000 * counts.hunks / tokens if tokens else 0.0
         lines = [
-            f"{ds.name}: {n} samples, {counts['exact']} exact, {counts['policy']} accepted by policy "
-            f"(hunks: {by_class(counts['policy_hunks_by_class'])}), {counts['known']} known divergences "
-            f"({by_class(counts['known_by_class'])}), {counts['new']} new divergences ({by_class(counts['new_by_class'])}), "
-            f"{counts['bad_input']} bad input",
+            f"{ds.name}: {n} samples, {counts.exact} exact, {counts.policy} accepted by policy "
+            f"(hunks: {by_class(counts.policy_hunks_by_class)}), {counts.known} known divergences "
+            f"({by_class(counts.known_by_class)}), {counts.new} new divergences ({by_class(counts.new_by_class)}), "
+            f"{counts.bad_input} bad input",
             f"  rates: {divergent / n if n else 0:.2%} of samples diverge, {per_k:.3f} hunks per 1,000 tokens; "
             f"{tokens:,} tokens in {wall:.2f} s ({tokens / wall if wall else 0:,.0f} tokens/s)",
         ]
-        if counts["stale_snapshots"]:
+        if counts.stale_snapshots:
             verb = "removed" if self.session.update_snapshots else "stale (sample now passes without it; --snapshot-update removes it)"
-            lines.append(f"  {len(counts['stale_snapshots'])} reviewed divergence(s) {verb}")
-        for p in problems:
+            lines.append(f"  {len(counts.stale_snapshots)} reviewed divergence(s) {verb}")
+        for p in decision.problems:
             if not p.endswith("failed"):
                 lines.append(f"  FAILED: {p}")
         lines.append(f"  gate: {gate_note}")

@@ -104,7 +104,7 @@ class ResultsRecorder:
             facts = (run_report.judged_with.get(ds.name) or [None])[0] or ds.judged_with() or {}
             manifest = ds.manifest
             datasets.append(dataset_entry(
-                name=ds.name, counts=run_report.counts[ds.name], samples_total=len(ds.index),
+                name=ds.name, counts=run_report.counts[ds.name].to_dict(), samples_total=len(ds.index),
                 profile=facts.get("profile") or (manifest.profile if manifest else None), tokenizer=ds.tokenizer_spec,
                 tokenizer_fingerprint=facts.get("fingerprint"), view=ds.view, golden_files=gate.golden_file_hashes(ds.dir),
                 accept=manifest.accept if manifest else {},

@@ -26,10 +26,11 @@ from typing import Any
 
 import pytest
 
+from pipeline.core.decision import DATASET_CHECKS, Counts
 from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, Judge, Verdict
-from pipeline.core.golden import GoldenError, GoldenSample, Manifest, find_datasets, load_manifest
+from pipeline.core.golden import MANIFEST_FILE, SAMPLES_FILE, GoldenError, GoldenSample, Manifest, find_datasets, load_manifest
+from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes
 
-from .counts import bump, new_counts
 from .index import SampleIndex
 from .snapshots import DiagnosisExtension, snapshot_file, stored_names
 
@@ -41,12 +42,13 @@ PLUGIN_NAME = "tokfidelity-session"  # the session is registered under this name
 # ``tokfidelity_suite.py::test_fidelity[<DATASET>/<id>]`` and only the rootdir's conftest
 # applies (the package's own folder may sit below a project conftest).
 SUITE_NODE_NAME = "tokfidelity_suite.py"
-DATASET_CHECKS = ("test_manifest", "test_vocabulary", "test_special_tokens", "test_stop_tokens")
 SAMPLE_TEST = "test_fidelity"
 CHUNK = 32  # samples judged by one background task
 AHEAD = 512  # samples judged ahead of the running test, at most: memory stays flat
 WORKER_OUTPUT_KEY = "tokfidelity_counts"  # a worker's counts, sent to the controller
 WORKER_TOKENIZERS_KEY = "tokfidelity_tokenizers"  # per dataset: the tokenizer fingerprint and profile a worker judged with
+WORKER_PINS_KEY = "tokfidelity_pins"  # per dataset: the hashes of what a worker read
+PROPERTY = "tokfidelity"  # report.user_properties entry of a suite test: (dataset, check)
 
 
 @dataclass(slots=True)
@@ -73,7 +75,7 @@ class SuiteModule(pytest.Module):
         return importlib.import_module("pytest_tokfidelity.suite")
 
 
-def _fallback_manifest(path: Path) -> Manifest | None:
+def _fallback_manifest(path: Path, data: bytes | None) -> Manifest | None:
     """The usable part of an invalid manifest: profile and tokenizer, everything else default."""
     import json
 
@@ -81,8 +83,8 @@ def _fallback_manifest(path: Path) -> Manifest | None:
     from pipeline.core.views import VIEWS
 
     try:
-        raw = json.loads((path / "manifest.json").read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError):
+        raw = json.loads(data.decode("utf-8-sig"))
+    except (AttributeError, ValueError):
         return None
     if not isinstance(raw, dict) or raw.get("profile") not in PROFILES or not isinstance(raw.get("tokenizer"), str):
         return None
@@ -106,11 +108,17 @@ class DatasetRun:
         self.view_override = view_override
         self.manifest: Manifest | None = None
         self.manifest_error: str | None = None
+        try:  # read once: the bytes parsed are the bytes pinned
+            data: bytes | None = (path / MANIFEST_FILE).read_bytes()
+        except OSError:
+            data = None  # load_manifest says why
+        self.manifest_sha256 = sha256_bytes(data) if data is not None else None
         try:
-            self.manifest = load_manifest(path)
+            self.manifest = load_manifest(path, data)
         except GoldenError as e:
             self.manifest_error = str(e)
-            self.manifest = _fallback_manifest(path)  # so the samples still run; test_manifest fails
+            self.manifest = _fallback_manifest(path, data)  # so the samples still run; test_manifest fails
+        self._other_files: dict[str, str] | None = None  # sha256 of the dataset's other files, when indexed
         self._index: SampleIndex | None = None
         self._lock = threading.Lock()
         self._setup: tuple[Judge | None, str | None] | None = None
@@ -127,8 +135,19 @@ class DatasetRun:
     @property
     def index(self) -> SampleIndex:
         if self._index is None:
-            self._index = SampleIndex(self.dir / "samples.jsonl")
+            self._index = SampleIndex(self.dir / SAMPLES_FILE)
+            self._other_files = golden_file_hashes(self.dir, skip=(MANIFEST_FILE, SAMPLES_FILE))
         return self._index
+
+    def pins(self) -> Pins:
+        """The hashes of what this process read of the dataset and its tokenizer."""
+        golden = dict(self._other_files or {})
+        if self.manifest_sha256 is not None:
+            golden[MANIFEST_FILE] = self.manifest_sha256
+        if self._index is not None and self._index.sha256 is not None:
+            golden[SAMPLES_FILE] = self._index.sha256
+        judge = self._setup[0] if self._setup is not None else None
+        return Pins(golden, dict(judge.tokenizer.file_digests) if judge is not None else {})
 
     @property
     def fd(self) -> int:
@@ -254,11 +273,27 @@ class DatasetRun:
 _FORKED_DATASETS: list[DatasetRun] = []  # in a judging process: the session's datasets as forked
 
 
-def _adopt(datasets: list[DatasetRun]) -> None:
-    """Start of a judging process: take the forked datasets; interrupts are the parent's business."""
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this process when its parent dies (even by kill -9)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # no prctl: the pool's own pipe watch still ends it, later
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _adopt(datasets: list[DatasetRun], parent: int) -> None:
+    """Start of a judging process: die with the parent, take the forked datasets; interrupts are
+    the parent's business."""
     import signal
 
     global _FORKED_DATASETS
+    _die_with_parent(parent)
     _FORKED_DATASETS = datasets
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -288,7 +323,7 @@ def _portable(error: BaseException) -> BaseException:
 class FidelitySession:
     """Per-process state of a ``--tokfidelity-dataset`` run, registered as a pytest plugin."""
 
-    def __init__(self, config: pytest.Config, names: list[str], golden_dir: Path):
+    def __init__(self, config: pytest.Config, names: list[str], golden_dir: Path, judges: int | None = None):
         self.config = config
         self.golden_dir = golden_dir
         opt = config.option
@@ -299,11 +334,12 @@ class FidelitySession:
         ]
         self.by_name = {d.name: d for d in self.datasets}
         self.is_worker = hasattr(config, "workerinput")
-        self.counts: dict[str, dict[str, Any]] = {d.name: new_counts() for d in self.datasets}
+        self.counts: dict[str, Counts] = {d.name: Counts() for d in self.datasets}
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if self.is_worker else 1
         cpus = os.cpu_count() or 1
         # judging processes (or threads) per pytest process; TOKFIDELITY_JUDGES overrides
-        self.judges = int(os.environ.get("TOKFIDELITY_JUDGES") or max(1, min(4, cpus // workers)))
+        self.judges = judges or max(1, min(4, cpus // workers))
+        self.judge_restarts = 0
         self._pool: Executor | None = None
         self._task = None  # (dataset position, sample positions) -> Judged, run by the pool
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
@@ -333,14 +369,15 @@ class FidelitySession:
             ds.selected.clear()
         self.case_of_item = []
         for item in session.items:
-            callspec = getattr(item, "callspec", None)
             case = None
-            if callspec is not None and getattr(item, "originalname", None) == SAMPLE_TEST:
-                case = callspec.params["case"]
-                if type(case) is not tuple:  # no samples at all: pytest's placeholder for an empty parameter set
-                    case = None
-                else:
+            params = self._suite_params(item)
+            if params is not None:
+                if "case" in params and type(params["case"]) is tuple:
+                    case = params["case"]
                     self.datasets[case[0]].selected.append(case[1])
+                    item.user_properties.append((PROPERTY, (self.datasets[case[0]].name, SAMPLE_TEST)))
+                elif type(params.get("dataset")) is int:
+                    item.user_properties.append((PROPERTY, (self.datasets[params["dataset"]].name, item.originalname)))
             self.case_of_item.append(case)
         for ds in self.datasets:
             ds.rank = {p: r for r, p in enumerate(ds.selected)}
@@ -367,8 +404,19 @@ class FidelitySession:
                     break
         return out
 
-    def dataset_of_item(self, item: pytest.Item) -> DatasetRun:
-        params = item.callspec.params
+    @staticmethod
+    def _suite_params(item: pytest.Item) -> dict[str, Any] | None:
+        """The parameters of a fidelity-suite test (None for any other test of the session)."""
+        if not isinstance(item.parent, SuiteModule):
+            return None
+        callspec = getattr(item, "callspec", None)
+        return callspec.params if callspec is not None else None
+
+    def dataset_of_item(self, item: pytest.Item) -> DatasetRun | None:
+        """The dataset a fidelity-suite test belongs to (None: another test of the session)."""
+        params = self._suite_params(item)
+        if params is None:
+            return None
         return self.datasets[params["case"][0] if "case" in params else params["dataset"]]
 
     # -- verdicts -------------------------------------------------------------------------------
@@ -389,7 +437,7 @@ class FidelitySession:
             # pytester's in-process runs drop and re-import the submodule, whose classes must match
 
             self._pool = ProcessPoolExecutor(
-                self.judges, mp_context=multiprocessing.get_context("fork"), initializer=_adopt, initargs=(self.datasets,)
+                self.judges, mp_context=multiprocessing.get_context("fork"), initializer=_adopt, initargs=(self.datasets, os.getpid())
             )
             self._task = _judge_in_child
         else:
@@ -409,6 +457,31 @@ class FidelitySession:
                 ds.scheduled[p] = future
 
     def _verdict(self, ds: DatasetRun, position: int) -> Verdict | BaseException:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self._verdict_once(ds, position)
+        except BrokenProcessPool:  # a judging process died (killed, out of memory): judge on threads from here
+            self._restart_judges()
+            return self._verdict_once(ds, position)
+
+    def _restart_judges(self) -> None:
+        """Replace a broken pool of judging processes by judging threads, once; a second loss
+        stops the run with one error instead of failing every remaining sample."""
+        self.judge_restarts += 1
+        if self.judge_restarts > 1:
+            pytest.exit("tokfidelity: judging processes died twice; the run stops (see the system log: killed, out of memory?)", returncode=3)
+        import warnings
+
+        warnings.warn("tokfidelity: a judging process died; the remaining samples are judged on threads", stacklevel=1)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = ThreadPoolExecutor(self.judges, thread_name_prefix="tokfidelity")
+        datasets = self.datasets
+        self._task = lambda dataset, positions: datasets[dataset].judge_positions(positions)
+        for ds in self.datasets:
+            ds.scheduled.clear()
+
+    def _verdict_once(self, ds: DatasetRun, position: int) -> Verdict | BaseException:
         scheduled = ds.scheduled
         if position not in scheduled:
             self._schedule(ds, [position])
@@ -426,44 +499,46 @@ class FidelitySession:
         position = case[1]
         counts = self.counts[ds.name]
         judge, why = ds.setup()
-        counts["samples"] += 1
+        counts.samples += 1
         if judge is None:
-            counts["bad_input"] += 1
+            counts.bad_input += 1
             self._record(ds, position, None, "bad-input")
             pytest.fail(f"not verified: {why.splitlines()[0]} (see test_manifest[{ds.name}])", pytrace=False)
         verdict = self._verdict(ds, position)
         if isinstance(verdict, BaseException):
-            counts["bad_input"] += 1
+            counts.bad_input += 1
             self._record(ds, position, verdict, "bad-input")
             raise verdict
-        counts["tokens"] += verdict.n_tokens
+        counts.tokens += verdict.n_tokens
         kind = verdict.kind
         if kind == BAD_INPUT:
-            counts["bad_input"] += 1
+            counts.bad_input += 1
             report = verdict.report
             if not report.startswith(str(ds.index.path)):  # the judge knows no file: name it here
                 report = f"{ds.index.path}: {report}"
             self._record(ds, position, verdict, "bad-input")
             pytest.fail(report, pytrace=False)
-        counts["hunks"] += verdict.hunks
+        counts.hunks += verdict.hunks
         if kind in (EXACT, POLICY):
-            counts["exact" if kind == EXACT else "policy"] += 1
-            if kind == POLICY:
-                policy_hunks = counts["policy_hunks_by_class"]
+            if kind == EXACT:
+                counts.exact += 1
+            else:
+                counts.policy += 1
+                policy_hunks = counts.policy_hunks_by_class
                 for cls, n in verdict.hunks_by_class.items():
                     policy_hunks[cls] = policy_hunks.get(cls, 0) + n
                 self._record(ds, position, verdict, "policy")
             if ds.stored and request.node.name in ds.stored:
-                counts["stale_snapshots"].append(request.node.name)
+                counts.stale_snapshots.append(request.node.name)
             return
         snapshot = request.getfixturevalue("snapshot").use_extension(DiagnosisExtension)
         if snapshot == verdict.signature:
-            counts["known"] += 1
-            bump(counts["known_by_class"], verdict.classes)
+            counts.known += 1
+            Counts.bump(counts.known_by_class, verdict.classes)
             self._record(ds, position, verdict, "known")
             return
-        counts["new"] += 1
-        bump(counts["new_by_class"], verdict.classes)
+        counts.new += 1
+        Counts.bump(counts.new_by_class, verdict.classes)
         self._record(ds, position, verdict, "new")
         stored = request.node.name in ds.stored
         hint = (
@@ -523,6 +598,7 @@ class FidelitySession:
             ds.close()
         if self.is_worker:
             output = self.config.workeroutput
-            output[WORKER_OUTPUT_KEY] = self.counts
+            output[WORKER_OUTPUT_KEY] = {name: counts.to_dict() for name, counts in self.counts.items()}
             # so that the controller writes gate records without loading each tokenizer again
             output[WORKER_TOKENIZERS_KEY] = {ds.name: facts for ds in self.datasets if (facts := ds.judged_with())}
+            output[WORKER_PINS_KEY] = {ds.name: ds.pins().to_dict() for ds in self.datasets if ds._index is not None}

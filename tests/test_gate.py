@@ -39,7 +39,10 @@ def test_no_record_is_closed_and_names_the_command(dataset, tmp_path):
     assert not status.open and not status
     assert status.dataset == "G1_demo"
     assert "no verification run is recorded" in status.message
-    assert status.open_command == f"pytest --tokfidelity-dataset=G1_demo --tokfidelity-golden-dir={dataset.parent}"
+    assert status.open_command == (
+        f"pytest --tokfidelity-dataset=G1_demo --tokfidelity-golden-dir={dataset.parent} "
+        f"--tokfidelity-state-dir={tmp_path / 'state'}"
+    )
 
 
 def test_matching_record_opens(dataset, tmp_path):

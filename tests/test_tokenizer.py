@@ -167,4 +167,5 @@ def test_gguf_tokenizer_keeps_smollm2_digit_split_and_is_cached():
     assert s.encode_ordinary("\n\n1") == [1116, 33]
     assert [s.token_text(i) for i in s.encode_ordinary("x 2025")] == ["x", " ", "2", "0", "2", "5"]
     assert (_gguf_cache_dir(gguf_file) / "tokenizer.json").exists()
-    assert s.files == (gguf_file,)
+    # what is loaded is the GGUF and the rebuilt tokenizer.json: both are fingerprinted
+    assert s.files == (gguf_file, _gguf_cache_dir(gguf_file) / "tokenizer.json")

@@ -21,7 +21,10 @@ def closed_gate_exit(args, stage: str):
     stderr why and which command opens it; (None, GateStatus) when open. Nothing else has run yet."""
     from ..core.gate import check_gate
 
-    status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
+    status = check_gate(
+        args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir,
+        tokenizer=args.tokenizer, profile=getattr(args, "profile", None), view=getattr(args, "view", None),
+    )
     if status.open:
         return None, status
     print(

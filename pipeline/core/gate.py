@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .decision import Completeness, Counts, Decision, decide
+from .pins import Pins, changed_files, file_sha256, golden_file_hashes
+
 __all__ = [
     "GateStatus",
     "check_gate",
@@ -36,6 +39,11 @@ __all__ = [
     "resolve_dataset_dir",
     "open_command",
     "RECORD_FORMAT",
+    "Counts",
+    "Completeness",
+    "Decision",
+    "decide",
+    "Pins",
 ]
 
 RECORD_FORMAT = 1
@@ -95,39 +103,32 @@ def resolve_dataset_dir(golden_dir: str | os.PathLike, dataset: str) -> Path:
     return matches[0]
 
 
-def open_command(dataset: str, golden_dir: str | os.PathLike | None = None, tokenizer: str | None = None) -> str:
+def open_command(
+    dataset: str,
+    golden_dir: str | os.PathLike | None = None,
+    tokenizer: str | None = None,
+    state_dir: str | os.PathLike | None = None,
+) -> str:
+    """The pytest command that opens a gate (the state dir named when it is not the default)."""
     parts = ["pytest", f"--tokfidelity-dataset={dataset}"]
     if golden_dir is not None:
         parts.append(f"--tokfidelity-golden-dir={golden_dir}")
     if tokenizer is not None:
         parts.append(f"--tokfidelity-tokenizer={tokenizer}")
+    if state_dir is not None and Path(state_dir) != default_state_dir():
+        parts.append(f"--tokfidelity-state-dir={state_dir}")
     return " ".join(parts)
 
 
 # ------------------------------------------------------------------------------------------
 # Fingerprints
 # ------------------------------------------------------------------------------------------
-def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def golden_file_hashes(dataset_dir: str | os.PathLike) -> dict[str, str]:
-    """sha256 of every file of a dataset (manifest, samples, reviewed snapshots), by relative path."""
-    dataset_dir = Path(dataset_dir)
-    out: dict[str, str] = {}
-    for path in sorted(dataset_dir.rglob("*")):
-        if path.is_file() and not path.name.endswith((".lock", ".tmp")) and "__pycache__" not in path.parts:
-            out[path.relative_to(dataset_dir).as_posix()] = _file_sha256(path)
-    return out
-
-
 def code_file_hashes() -> dict[str, str]:
     """sha256 of the sources that decide verdicts, by path relative to the project root."""
     out: dict[str, str] = {}
     for package in VERDICT_PACKAGES:
         for path in sorted((_PACKAGE_ROOT / package).rglob("*.py")):
-            out[path.relative_to(_PACKAGE_ROOT).as_posix()] = _file_sha256(path)
+            out[path.relative_to(_PACKAGE_ROOT).as_posix()] = file_sha256(path)
     return out
 
 
@@ -171,12 +172,14 @@ def write_open_record(
     tokenizer_fingerprint: str,
     profile: str,
     view: str,
-    counts: Mapping[str, Any],
+    counts: Counts | Mapping[str, Any],
     pytest_args: Sequence[str] = (),
+    pins: Pins | None = None,
 ) -> Path:
-    """Record a full green run of one dataset: the gate opens for these exact inputs."""
+    """Record a full green run of one dataset: the gate opens for these exact inputs.
+    ``pins``: the hashes of what the run read (default: the dataset files as they are now)."""
     dataset_dir = Path(dataset_dir)
-    golden = golden_file_hashes(dataset_dir)
+    golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
     code = code_file_hashes()
     libs = library_versions()
     record = {
@@ -188,12 +191,13 @@ def write_open_record(
         "golden_sha256": _digest(golden),
         "tokenizer": tokenizer_spec,
         "tokenizer_fingerprint": tokenizer_fingerprint,
+        "tokenizer_files": dict(pins.tokenizer) if pins is not None else {},
         "profile": profile,
         "view": view,
         "code_files": code,
         "libraries": libs,
         "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
-        "counts": dict(counts),
+        "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts),
         "pytest_args": list(pytest_args),
         "time": _now(),
     }
@@ -205,7 +209,7 @@ def write_closed_record(
     *,
     state_dir: str | os.PathLike | None = None,
     reason: str,
-    counts: Mapping[str, Any] | None = None,
+    counts: Counts | Mapping[str, Any] | None = None,
     pytest_args: Sequence[str] = (),
 ) -> Path:
     """Close a dataset's gate after a failing run, keeping why for ``gate check``."""
@@ -214,7 +218,7 @@ def write_closed_record(
         "status": "closed",
         "dataset": dataset,
         "reason": reason,
-        "counts": dict(counts or {}),
+        "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts or {}),
         "pytest_args": list(pytest_args),
         "time": _now(),
     }
@@ -232,16 +236,55 @@ def read_record(state_dir: str | os.PathLike | None, dataset: str) -> dict[str, 
     return record if isinstance(record, dict) else {"status": "unreadable", "reason": f"{path}: not a JSON object"}
 
 
-def _changed(label: str, recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
-    notes = []
-    for key in sorted(set(recorded) | set(now)):
-        if key not in now:
-            notes.append(f"{label} {key} was removed")
-        elif key not in recorded:
-            notes.append(f"{label} {key} was added")
-        elif recorded[key] != now[key]:
-            notes.append(f"{label} {key} changed")
-    return notes
+def count_samples(samples_file: str | os.PathLike) -> int:
+    """Samples in a samples.jsonl: its non-blank lines (a UTF-8 byte-order mark is not a line's content)."""
+    n = 0
+    with open(samples_file, "rb") as f:
+        for line_no, line in enumerate(f, 1):
+            if line_no == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if line.strip():
+                n += 1
+    return n
+
+
+def _option_problems(record: Mapping[str, Any], profile: str | None, view: str | None) -> list[str]:
+    """A stage option that changes how ids are made must be what the gate was opened with."""
+    problems = []
+    if profile is not None and profile != record.get("profile"):
+        problems.append(f"--profile {profile} differs from the profile the gate was opened with ({record.get('profile')!r})")
+    if view is not None and view != record.get("view"):
+        problems.append(f"view {view} differs from the view the gate was opened with ({record.get('view')!r})")
+    return problems
+
+
+def _counts_problem(record: Mapping[str, Any], manifest: Any, dataset_dir: Path) -> str | None:
+    """Why the record's counts could not have opened the gate (None: they could)."""
+    try:
+        counts = Counts.from_dict(record.get("counts", {}))
+        expected = count_samples(dataset_dir / "samples.jsonl")
+    except (ValueError, OSError) as e:
+        return f"the record's counts are unusable ({e})"
+    decision = decide(counts, manifest, Completeness(expected=expected, passed=counts.passed))
+    if not decision.open:
+        return f"the record's counts could not have opened the gate ({decision.reason})"
+    return None
+
+
+def _tokenizer_problem(spec: str, record: Mapping[str, Any]) -> str | None:
+    try:
+        from .tokenizer import load_tokenizer
+
+        fingerprint = load_tokenizer(spec).fingerprint
+    except Exception as e:  # noqa: BLE001 - any load failure keeps the gate shut, with its reason
+        detail = " ".join(line.strip() for line in str(e).splitlines())
+        return f"tokenizer {spec!r} cannot be loaded ({type(e).__name__}: {detail})"
+    if fingerprint != record.get("tokenizer_fingerprint"):
+        return (
+            f"tokenizer {spec!r} has fingerprint {fingerprint[:12]}, the record has "
+            f"{str(record.get('tokenizer_fingerprint'))[:12]} (from {record.get('tokenizer')!r})"
+        )
+    return None
 
 
 def check_gate(
@@ -250,13 +293,16 @@ def check_gate(
     golden_dir: str | os.PathLike | None = None,
     tokenizer: str | None = None,
     state_dir: str | os.PathLike | None = None,
+    profile: str | None = None,
+    view: str | None = None,
 ) -> GateStatus:
     """Is the gate of ``dataset`` open? Open when a green record matches today's golden files,
-    tokenizer fingerprint and code fingerprint; otherwise the message says what is missing or
-    changed, and ``open_command`` is what to run."""
+    tokenizer fingerprint and code fingerprint, its counts could have opened it, and the stage's
+    own ``profile`` / ``tokenizer`` / ``view`` (None: the manifest's) are the ones it was opened
+    with; otherwise the message says what is missing or changed, and ``open_command`` is what to run."""
     state = Path(state_dir) if state_dir is not None else default_state_dir()
     gdir = Path(golden_dir) if golden_dir is not None else default_golden_dir()
-    command = open_command(dataset, golden_dir, tokenizer)
+    command = open_command(dataset, golden_dir, tokenizer, state_dir)
 
     def closed(name: str, why: str) -> GateStatus:
         return GateStatus(False, name, f"gate for {name} is closed: {why}. Run `{command}` to open it.", command)
@@ -266,7 +312,7 @@ def check_gate(
     except ValueError as e:
         return closed(dataset, str(e))
     name = dataset_dir.name
-    command = open_command(name, golden_dir, tokenizer)
+    command = open_command(name, golden_dir, tokenizer, state_dir)
     record = read_record(state, name)
     where = record_path(state, name)
     if record is None:
@@ -281,7 +327,10 @@ def check_gate(
     damaged = [k for k in ("golden_files", "code_files", "libraries", "counts") if not isinstance(record.get(k, {}), dict)]
     if damaged:
         return closed(name, f"{where} is damaged (field {damaged[0]!r} is not an object)")
-    problems = _changed("golden file", record.get("golden_files", {}), golden_file_hashes(dataset_dir))
+    option_problems = _option_problems(record, profile, view)
+    if option_problems:
+        return closed(name, "; ".join(option_problems))
+    problems = changed_files("golden file", record.get("golden_files", {}), golden_file_hashes(dataset_dir))
 
     from .golden import GoldenError, load_manifest
 
@@ -295,23 +344,13 @@ def check_gate(
             problems.append(f"the record's profile is {record.get('profile')!r}, the manifest says {manifest.profile!r}")
         if record.get("view") != manifest.api_view:
             problems.append(f"the recorded run used view {record.get('view')!r}, the manifest says {manifest.api_view!r}")
-        spec = tokenizer or manifest.tokenizer
-        try:
-            from .tokenizer import load_tokenizer
+        if not problems and (why := _counts_problem(record, manifest, dataset_dir)):
+            problems.append(why)
+        if (why := _tokenizer_problem(tokenizer or manifest.tokenizer, record)) is not None:
+            problems.append(why)
 
-            fingerprint = load_tokenizer(spec).fingerprint
-        except Exception as e:  # noqa: BLE001 - any load failure keeps the gate shut, with its reason
-            detail = " ".join(line.strip() for line in str(e).splitlines())
-            problems.append(f"tokenizer {spec!r} cannot be loaded ({type(e).__name__}: {detail})")
-        else:
-            if fingerprint != record.get("tokenizer_fingerprint"):
-                problems.append(
-                    f"tokenizer {spec!r} has fingerprint {fingerprint[:12]}, the record has "
-                    f"{str(record.get('tokenizer_fingerprint'))[:12]} (from {record.get('tokenizer')!r})"
-                )
-
-    problems += _changed("source", record.get("code_files", {}), code_file_hashes())
-    problems += _changed("library", record.get("libraries", {}), library_versions())
+    problems += changed_files("source", record.get("code_files", {}), code_file_hashes())
+    problems += changed_files("library", record.get("libraries", {}), library_versions())
 
     if problems:
         return closed(name, f"since the green run of {record.get('time', '?')}: " + "; ".join(problems))

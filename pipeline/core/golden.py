@@ -93,19 +93,26 @@ def _require(obj: Mapping, key: str, kind: type | tuple, path: Path, line: int, 
     return value
 
 
-def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True) -> Manifest:
+def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: bytes | None = None) -> Manifest:
     """Read and check a dataset's manifest, or raise GoldenError naming the (first) bad field.
 
     ``strict=False``: a manifest whose profile and tokenizer are usable is returned even when other
     fields are bad, with defaults in their place and the errors in ``Manifest.problems`` (the plugin
     then runs the samples and fails only ``test_manifest``); a file that cannot be read as JSON, or
-    an unusable profile or tokenizer, still raises."""
+    an unusable profile or tokenizer, still raises. ``data``: the manifest's bytes when the caller
+    read (and pinned) them already."""
     dataset_dir = Path(dataset_dir)
     path = dataset_dir / MANIFEST_FILE
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as some editors write, is fine
+        if data is None:
+            data = path.read_bytes()
+        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine
     except FileNotFoundError:
         raise GoldenError(path, 0, None, "missing: every dataset folder needs a manifest.json (see README)") from None
+    except IsADirectoryError:
+        raise GoldenError(path, 0, None, "is a folder: manifest.json must be a JSON file (see README)") from None
+    except OSError as e:
+        raise GoldenError(path, 0, None, f"cannot be read ({e.strerror or type(e).__name__})") from None
     except UnicodeDecodeError as e:
         raise GoldenError(path, 0, None, f"not UTF-8: byte 0x{e.object[e.start]:02x} at byte offset {e.start}") from None
     try:
@@ -229,6 +236,8 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
     sample_id = obj.get("id")
     if isinstance(sample_id, int) and not isinstance(sample_id, bool):
         sample_id = str(sample_id)
+    elif type(sample_id) is float and sample_id.is_integer() and abs(sample_id) >= 2**63:  # orjson's reading of a huge integer
+        raise GoldenError(path, line, "id", f"an integer too large for an id (about {sample_id:.3g}); write the id as a string")
     if not isinstance(sample_id, str) or not sample_id:
         raise GoldenError(path, line, "id", "missing or not a non-empty string")
     if "output_ids" not in obj:

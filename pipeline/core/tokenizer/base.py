@@ -73,13 +73,23 @@ class Tokenizer:
         return 0 <= token_id < self.n_vocab
 
     @functools.cached_property
+    def file_digests(self) -> dict[str, str]:
+        """sha256 of each file, by absolute path, taken when the tokenizer is loaded (``load_tokenizer``
+        asks at once): what was loaded, for the gate's pins, whatever happens to the files later."""
+        out = {}
+        for path in self.files:
+            with open(path, "rb") as f:
+                out[str(Path(path).resolve())] = hashlib.file_digest(f, "sha256").hexdigest()
+        return out
+
+    @functools.cached_property
     def fingerprint(self) -> str:
-        """sha256 over the tokenizer's files (name and content) and its special-token table."""
+        """sha256 over the tokenizer's files (name and content, as loaded) and its special-token table."""
         h = hashlib.sha256()
+        digests = self.file_digests
         for path in sorted(self.files, key=lambda p: p.name):
             h.update(path.name.encode() + b"\0")
-            with open(path, "rb") as f:
-                h.update(hashlib.file_digest(f, "sha256").digest())
+            h.update(bytes.fromhex(digests[str(Path(path).resolve())]))
         table = sorted((i, t) for t, i in self.special_tokens.items())
         h.update(json.dumps(table, ensure_ascii=False).encode())
         return h.hexdigest()

@@ -129,7 +129,8 @@ def _load_gguf(path: Path) -> HFTokenizer:
         cache.mkdir(parents=True, exist_ok=True)
         with atomic_path(cached) as tmp:
             tok.save(str(tmp))
-    return HFTokenizer(path.stem, str(path), [path], tok, _added_tokens(tok, None))
+    # What is loaded is the rebuilt tokenizer.json as much as the GGUF: both are fingerprinted.
+    return HFTokenizer(path.stem, str(path), [path, cached], tok, _added_tokens(tok, None))
 
 
 def _rebuild_gguf_tokenizer(path: Path):

@@ -177,7 +177,9 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
 @functools.lru_cache(maxsize=16)
 def _load_cached(path: str) -> Tokenizer:
     try:
-        return _load_path(Path(path))
+        tokenizer = _load_path(Path(path))
+        tokenizer.file_digests  # hashed now, right after reading: the files as loaded
+        return tokenizer
     except ValueError:
         raise
     except Exception as e:  # noqa: BLE001 - the tokenizers library raises a bare Exception for a corrupt tokenizer.json

@@ -1,0 +1,98 @@
+"""What a verification run judged, pinned by sha256 when it was read, checked against the disk at the end.
+
+A gate record must describe the inputs that were judged, not whatever is on disk when the run
+ends: a test that appends to ``samples.jsonl`` mid-run, or a background edit of a tokenizer file,
+would otherwise open the gate for data nobody verified. So every input is hashed when it is read
+(the samples file by the pass that indexes it, the manifest from the bytes that are parsed, the
+other dataset files and the tokenizer files when the dataset is loaded), and before a record is
+written ``Pins.changes`` compares those hashes with the disk: any difference keeps the gate shut.
+
+Symlinks inside a dataset folder (a linked ``__snapshots__``) are followed: what they point to is
+part of the dataset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Pins", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes"]
+
+_SKIPPED_SUFFIXES = (".lock", ".tmp")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _dataset_files(dataset_dir: Path) -> Iterable[tuple[str, Path]]:
+    """(relative name, path) of every file of a dataset folder, following symlinked folders (each
+    real folder once, so a link loop ends)."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(dataset_dir, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            path = Path(root) / name
+            if name.endswith(_SKIPPED_SUFFIXES) or not path.is_file():
+                continue
+            yield path.relative_to(dataset_dir).as_posix(), path
+
+
+def golden_file_hashes(dataset_dir: str | os.PathLike, skip: Iterable[str] = ()) -> dict[str, str]:
+    """sha256 of every file of a dataset (manifest, samples, reviewed snapshots), by relative path;
+    symlinks followed. ``skip``: relative names hashed elsewhere (from the bytes that were read)."""
+    skipped = set(skip)
+    return {rel: file_sha256(path) for rel, path in _dataset_files(Path(dataset_dir)) if rel not in skipped}
+
+
+def changed_files(label: str, recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
+    notes = []
+    for key in sorted(set(recorded) | set(now)):
+        if key not in now:
+            notes.append(f"{label} {key} was removed")
+        elif key not in recorded:
+            notes.append(f"{label} {key} was added")
+        elif recorded[key] != now[key]:
+            notes.append(f"{label} {key} changed")
+    return notes
+
+
+@dataclass
+class Pins:
+    """sha256 of the bytes a run read: dataset files by relative path, tokenizer files by path."""
+
+    golden: dict[str, str] = field(default_factory=dict)
+    tokenizer: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, dict[str, str]]:
+        return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Mapping[str, str]]) -> "Pins":
+        return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})))
+
+    def changes(self, dataset_dir: str | os.PathLike) -> list[str]:
+        """What differs on disk now from what was read ([] when nothing does)."""
+        notes = [f"{n} since it was read" for n in changed_files("golden file", self.golden, golden_file_hashes(dataset_dir))]
+        for path, digest in sorted(self.tokenizer.items()):
+            try:
+                now = file_sha256(path)
+            except OSError as e:
+                notes.append(f"tokenizer file {path} cannot be read any more ({e.strerror or type(e).__name__})")
+                continue
+            if now != digest:
+                notes.append(f"tokenizer file {path} changed since it was loaded")
+        return notes
