@@ -114,7 +114,7 @@ class DatasetRun:
             data = None  # load_manifest says why
         self.manifest_sha256 = sha256_bytes(data) if data is not None else None
         try:
-            self.manifest = load_manifest(path, data)
+            self.manifest = load_manifest(path, data=data)
         except GoldenError as e:
             self.manifest_error = str(e)
             self.manifest = _fallback_manifest(path, data)  # so the samples still run; test_manifest fails
