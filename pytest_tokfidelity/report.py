@@ -130,13 +130,14 @@ class RunReport:
     def _pins(self, ds: DatasetRun) -> tuple[Pins | None, list[str]]:
         """What the run read of the dataset and its tokenizer, and what differs on disk now."""
         seen = self.worker_pins.get(ds.name) or [ds.pins()]
-        first = seen[0]
-        if any(p != first for p in seen[1:]):
+        tokenizers = [p.tokenizer for p in seen if p.tokenizer]  # a worker that judged none of its samples has none
+        if any(p.golden != seen[0].golden for p in seen) or any(t != tokenizers[0] for t in tokenizers):
             return None, ["the dataset or tokenizer files changed while xdist workers were reading them"]
-        if not first.tokenizer:  # a lone process whose samples never needed the tokenizer: pin it now
+        pins = Pins(seen[0].golden, tokenizers[0] if tokenizers else {})
+        if not pins.tokenizer:  # no process needed the tokenizer for a sample: pin it now
             ds.setup()
-            first = Pins(first.golden, ds.pins().tokenizer)
-        return first, first.changes(ds.dir)
+            pins = Pins(pins.golden, ds.pins().tokenizer)
+        return pins, pins.changes(ds.dir)
 
     def _gate(self, ds, counts: Counts, decision, state_dir, args) -> str:
         if decision.status == OPEN:
