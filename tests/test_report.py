@@ -166,6 +166,14 @@ def test_report_command_merges_shards_into_the_whole_run(runs, tmp_path):
     assert twice.returncode == 1 and "overlap" in twice.stderr
 
 
+def test_report_command_redraws_the_same_page_from_results_json(runs, tmp_path):
+    root, _, _ = runs
+    result = run_report_command(str(root / "lone" / "results.json"), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "report.html").read_bytes() == (root / "lone" / "report.html").read_bytes()
+    assert json.loads((tmp_path / "results.json").read_text()) == json.loads((root / "lone" / "results.json").read_text())
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d.update(version=2), "field 'version' is 2"),
     (lambda d: d.update(schema="x"), "not a tokfidelity results file"),
