@@ -18,9 +18,9 @@ from pipeline.core import gate
 from pipeline.core.decision import CLOSED, OPEN, Completeness, Counts, decide
 from pipeline.core.pins import Pins
 
-from .session import (
-    PROPERTY, SAMPLE_TEST, WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, DatasetRun, FidelitySession,
-)
+from .collection import PROPERTY, SAMPLE_TEST
+from .dataset import DatasetRun
+from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
 from .snapshots import DiagnosisExtension, snapshot_file
 
 __all__ = ["RunReport"]

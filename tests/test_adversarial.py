@@ -233,5 +233,5 @@ def test_a_killed_judge_is_replaced_and_every_sample_is_still_judged(tmp_path):
                             env=attack_env(tmp_path, TF_PIDS=str(tmp_path / "pids"), TF_MODE="kill", TOKFIDELITY_JUDGES="2"), timeout=300)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "604 passed" in result.stdout
-    assert "a judging process died; the remaining samples are judged on threads" in result.stdout
+    assert "the remaining samples are judged on threads" in result.stdout
     assert is_open(tmp_path, "A7").open

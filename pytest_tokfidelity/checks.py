@@ -1,0 +1,119 @@
+"""What each suite test asserts, and the counts it keeps: one sample's verdict, one dataset check.
+
+The verdict comes from the prefetching judge (judges.py); this module turns it into an outcome
+(exact, accepted by policy, known divergence, new divergence, bad input), counts it in the
+dataset's ``Counts`` and fails the test with a report a person can act on.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY
+
+from .snapshots import DiagnosisExtension, snapshot_file
+
+__all__ = ["Checks"]
+
+
+class Checks:
+    """The suite's assertions for one process (``session``: its FidelitySession)."""
+
+    def __init__(self, session):
+        self.session = session
+        self.datasets = session.datasets
+        self.counts = session.counts
+
+    def check_sample(self, case: tuple[int, int], request: pytest.FixtureRequest) -> None:
+        ds = self.datasets[case[0]]
+        position = case[1]
+        counts = self.counts[ds.name]
+        judge, why = ds.setup()
+        counts.samples += 1
+        if judge is None:
+            counts.bad_input += 1
+            self._record(ds, position, None, "bad-input")
+            pytest.fail(f"not verified: {why.splitlines()[0]} (see test_manifest[{ds.name}])", pytrace=False)
+        verdict = self.session.prefetcher.verdict(ds, position)
+        if isinstance(verdict, BaseException):
+            counts.bad_input += 1
+            self._record(ds, position, verdict, "bad-input")
+            raise verdict
+        counts.tokens += verdict.n_tokens
+        kind = verdict.kind
+        if kind == BAD_INPUT:
+            counts.bad_input += 1
+            report = verdict.report
+            if not report.startswith(str(ds.index.path)):  # the judge knows no file: name it here
+                report = f"{ds.index.path}: {report}"
+            self._record(ds, position, verdict, "bad-input")
+            pytest.fail(report, pytrace=False)
+        counts.hunks += verdict.hunks
+        if kind in (EXACT, POLICY):
+            if kind == EXACT:
+                counts.exact += 1
+            else:
+                counts.policy += 1
+                policy_hunks = counts.policy_hunks_by_class
+                for cls, n in verdict.hunks_by_class.items():
+                    policy_hunks[cls] = policy_hunks.get(cls, 0) + n
+                self._record(ds, position, verdict, "policy")
+            if ds.stored and request.node.name in ds.stored:
+                counts.stale_snapshots.append(request.node.name)
+            return
+        snapshot = request.getfixturevalue("snapshot").use_extension(DiagnosisExtension)
+        if snapshot == verdict.signature:
+            counts.known += 1
+            type(counts).bump(counts.known_by_class, verdict.classes)
+            self._record(ds, position, verdict, "known")
+            return
+        counts.new += 1
+        type(counts).bump(counts.new_by_class, verdict.classes)
+        self._record(ds, position, verdict, "new")
+        stored = request.node.name in ds.stored
+        hint = (
+            f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
+            if stored
+            else "No reviewed divergence is stored for this sample."
+        )
+        pytest.fail(
+            f"{ds.name}/{ds.index.name(position)} (line {verdict.line}): the rebuilt ids differ from the golden ids: "
+            f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
+            f"record it with `pytest --tokfidelity-dataset={ds.name} --snapshot-update`.",
+            pytrace=False,
+        )
+
+    def _record(self, ds, position: int, verdict, outcome: str) -> None:
+        if self.session.results is not None:
+            self.session.results.record(ds, position, verdict, outcome)
+
+    def check_dataset(self, name: str, dataset: int) -> None:
+        ds = self.datasets[dataset]
+        if name == "test_manifest":
+            problems = [ds.manifest_error] if ds.manifest_error else []
+            if ds.manifest is not None:
+                from pipeline.core.fidelity import policy_problems
+
+                problems += [f"{ds.dir / 'manifest.json'}: field {p}" for p in policy_problems(ds.manifest.accept)]
+            _, why = ds.setup()
+            if why:
+                problems.append(why)
+            if ds.index.problem:
+                problems.append(f"{ds.index.path}: {ds.index.problem}")
+            if problems:
+                pytest.fail("\n".join(problems), pytrace=False)
+            return
+        judge, why = ds.setup()
+        if judge is None:
+            pytest.fail(f"cannot check {ds.name}: {why}", pytrace=False)
+        if name == "test_special_tokens":
+            from pipeline.core.audit import audit
+
+            report = audit(judge.profile, judge.tokenizer)
+            if not report.ok:
+                pytest.fail(f"special-token audit of profile {judge.profile.name} on {judge.tokenizer.name}:\n{report.render()}", pytrace=False)
+            return
+        vocabulary, stops = ds.scan()
+        problems = vocabulary if name == "test_vocabulary" else stops
+        if problems:
+            pytest.fail(f"{ds.index.path}:\n  " + "\n  ".join(problems), pytrace=False)

@@ -1,0 +1,236 @@
+"""One dataset in one process: its manifest, sample index, judge, pins and whole-dataset checks.
+
+A ``DatasetRun`` loads what it needs on first use (the index at collection, the tokenizer and
+profile when a sample is first judged) and pins every input as it reads it (pipeline.core.pins):
+the manifest from the bytes it parses, ``samples.jsonl`` from the indexing pass, the dataset's other
+files when it is indexed, the tokenizer's files as loaded. ``judge_positions`` runs on judging
+threads or in judging processes and changes nothing here; ``absorb`` keeps, on the main thread,
+what the vocabulary and stop-token checks saw in a judged chunk.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.core.fidelity import BAD_INPUT, EXACT, Judge, Verdict
+from pipeline.core.golden import MANIFEST_FILE, SAMPLES_FILE, GoldenError, GoldenSample, Manifest, load_manifest
+from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes
+
+from .index import SampleIndex
+from .snapshots import stored_names
+
+__all__ = ["DatasetRun", "Judged"]
+
+
+@dataclass(slots=True)
+class Judged:
+    """Verdicts on a chunk of one dataset's samples, and what the whole-dataset checks saw in them."""
+
+    verdicts: dict[int, Verdict | BaseException] = field(default_factory=dict)
+    noted: list[int] = field(default_factory=list)  # positions the vocabulary and stop checks looked at
+    vocabulary: list[str] = field(default_factory=list)  # problems found by those checks
+    stops: list[str] = field(default_factory=list)
+    absorbed: bool = False  # set by DatasetRun.absorb, once
+
+
+
+def _fallback_manifest(path: Path, data: bytes | None) -> Manifest | None:
+    """The usable part of an invalid manifest: profile and tokenizer, everything else default."""
+    import json
+
+    from pipeline.core.profiles import PROFILES
+    from pipeline.core.views import VIEWS
+
+    try:
+        raw = json.loads(data.decode("utf-8-sig"))
+    except (AttributeError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("profile") not in PROFILES or not isinstance(raw.get("tokenizer"), str):
+        return None
+    view = raw.get("api_view", "sglang")
+    return Manifest(
+        name=path.name, profile=raw["profile"], tokenizer=raw["tokenizer"], source=str(raw.get("source", "")),
+        api_view=view if view in VIEWS else "sglang", path=path, raw=raw,
+    )
+
+
+class DatasetRun:
+    """One dataset in one process: its manifest, index, judge and verdicts."""
+
+    explain = None  # (tokenizer, profile) -> the judge's explain callback; set for --tokfidelity-report
+
+    def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: str | None):
+        self.position = position
+        self.dir = path
+        self.name = path.name
+        self.tokenizer_override = tokenizer_override
+        self.view_override = view_override
+        self.manifest: Manifest | None = None
+        self.manifest_error: str | None = None
+        try:  # read once: the bytes parsed are the bytes pinned
+            data: bytes | None = (path / MANIFEST_FILE).read_bytes()
+        except OSError:
+            data = None  # load_manifest says why
+        self.manifest_sha256 = sha256_bytes(data) if data is not None else None
+        try:
+            self.manifest = load_manifest(path, data)
+        except GoldenError as e:
+            self.manifest_error = str(e)
+            self.manifest = _fallback_manifest(path, data)  # so the samples still run; test_manifest fails
+        self._other_files: dict[str, str] | None = None  # sha256 of the dataset's other files, when indexed
+        self._index: SampleIndex | None = None
+        self._lock = threading.Lock()
+        self._setup: tuple[Judge | None, str | None] | None = None
+        self._stored: set[str] | None = None
+        self._fd: int | None = None
+        self._scan: tuple[list[str], list[str]] | None = None
+        self._noted: set[int] = set()
+        self._noted_problems: tuple[list[str], list[str]] = ([], [])
+        self.selected: list[int] = []  # positions collected as tests, in order
+        self.rank: dict[int, int] = {}
+        self.scheduled: dict[int, Future] = {}  # position -> the future judging its chunk
+
+    # -- per-process resources, loaded on first use ----------------------------------------
+    @property
+    def index(self) -> SampleIndex:
+        if self._index is None:
+            self._index = SampleIndex(self.dir / SAMPLES_FILE)
+            self._other_files = golden_file_hashes(self.dir, skip=(MANIFEST_FILE, SAMPLES_FILE))
+        return self._index
+
+    @property
+    def indexed(self) -> bool:
+        return self._index is not None
+
+    def pins(self) -> Pins:
+        """The hashes of what this process read of the dataset and its tokenizer."""
+        golden = dict(self._other_files or {})
+        if self.manifest_sha256 is not None:
+            golden[MANIFEST_FILE] = self.manifest_sha256
+        if self._index is not None and self._index.sha256 is not None:
+            golden[SAMPLES_FILE] = self._index.sha256
+        judge = self._setup[0] if self._setup is not None else None
+        return Pins(golden, dict(judge.tokenizer.file_digests) if judge is not None else {})
+
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.index.path, os.O_RDONLY)
+        return self._fd
+
+    @property
+    def view(self) -> str:
+        return self.view_override or (self.manifest.api_view if self.manifest else "sglang")
+
+    @property
+    def tokenizer_spec(self) -> str | None:
+        return self.tokenizer_override or (self.manifest.tokenizer if self.manifest else None)
+
+    def setup(self) -> tuple[Judge | None, str | None]:
+        """(judge, None), or (None, why this dataset's samples cannot be judged). Thread-safe."""
+        if self._setup is None:
+            with self._lock:
+                if self._setup is None:
+                    self._setup = self._load()
+        return self._setup
+
+    def _load(self) -> tuple[Judge | None, str | None]:
+        if self.manifest is None:
+            return None, f"the manifest has no usable profile and tokenizer: {self.manifest_error}"
+        from pipeline.core.profiles import bind_profile
+        from pipeline.core.tokenizer import load_tokenizer
+
+        try:
+            tokenizer = load_tokenizer(self.tokenizer_spec)
+        except Exception as e:  # noqa: BLE001 - shown in the dataset's tests, never crashing the session
+            return None, f"{self.dir / 'manifest.json'}: field 'tokenizer': cannot load {self.tokenizer_spec!r}: {e}"
+        try:
+            profile = bind_profile(self.manifest.profile, tokenizer)
+        except Exception as e:  # noqa: BLE001
+            return None, f"{self.dir / 'manifest.json'}: field 'profile': {e}"
+        explain = self.explain(tokenizer, profile) if self.explain is not None else None
+        return Judge(profile, tokenizer, self.view, self.manifest.accept, explain=explain), None
+
+    @property
+    def stored(self) -> set[str]:
+        """Names of the reviewed divergences on disk (read once per process)."""
+        if self._stored is None:
+            self._stored = stored_names(self.dir)
+        return self._stored
+
+    def judged_with(self) -> dict[str, str] | None:
+        """The tokenizer fingerprint and profile this process judged with (None: never set up)."""
+        judge = self._setup[0] if self._setup is not None else None
+        if judge is None:
+            return None
+        return {"fingerprint": judge.tokenizer.fingerprint, "profile": judge.profile.name}
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # -- judging: on a judging thread or in a judging process; it changes nothing here -----------
+    def judge_positions(self, positions: list[int]) -> Judged:
+        """Verdicts on the samples at ``positions``, with the vocabulary and stop checks run on
+        them. An exact sample's ids came out of the tokenizer, so only others need the vocabulary
+        check; a sample whose judging failed on ids outside the vocabulary gets that verdict."""
+        from pipeline.core.fidelity import stop_token_problems, vocabulary_problems
+
+        judged = Judged()
+        judge, _ = self.setup()  # in a judging process, a dataset set up after the fork loads here
+        if judge is None:  # the sample tests say why, without asking for a verdict
+            return judged
+        index, fd, tokenizer, profile = self.index, self.fd, judge.tokenizer, judge.profile
+        verdicts = judged.verdicts
+        for p in positions:
+            try:
+                sample = index.read(p, fd)
+                try:
+                    verdict = judge(sample)
+                except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                    verdict = e
+                if type(sample) is GoldenSample:
+                    one = (sample,)
+                    if not (type(verdict) is Verdict and verdict.kind == EXACT):
+                        problems = vocabulary_problems(one, tokenizer)
+                        if problems:
+                            judged.vocabulary += problems
+                            # Ids outside the vocabulary are bad input, whatever judging made of them
+                            # (a negative id decodes, through Python's indexing, as a token from the end).
+                            if isinstance(verdict, BaseException) or verdict.kind != BAD_INPUT:
+                                verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{index.path}: {problems[0]}")
+                    judged.stops += stop_token_problems(one, profile, tokenizer)
+                    judged.noted.append(p)
+            except Exception as e:  # noqa: BLE001
+                verdict = e
+            verdicts[p] = verdict
+        return judged
+
+    # -- whole-dataset checks: noted while judging, or one scan when that did not see every sample
+    def absorb(self, judged: Judged) -> None:
+        """Keep what the checks saw in a judged chunk (main thread, once per chunk)."""
+        if not judged.absorbed:
+            judged.absorbed = True
+            self._noted.update(judged.noted)
+            self._noted_problems[0].extend(judged.vocabulary)
+            self._noted_problems[1].extend(judged.stops)
+
+    def scan(self) -> tuple[list[str], list[str]]:
+        """(vocabulary problems, stop-token problems) over every readable sample (first 10 each)."""
+        if self._scan is None:
+            if len(self._noted) < len(self.index):
+                from pipeline.core.fidelity import stop_token_problems, vocabulary_problems
+
+                judge, _ = self.setup()
+                samples = [s for s in (self.index.read(p, self.fd) for p in range(len(self.index))) if isinstance(s, GoldenSample)]
+                self._noted_problems = (
+                    vocabulary_problems(samples, judge.tokenizer),
+                    stop_token_problems(samples, judge.profile, judge.tokenizer),
+                )
+            by_line = lambda p: int(p.split(" ", 2)[1])  # noqa: E731 - "line N (...): ..."
+            self._scan = tuple(sorted(problems, key=by_line)[:10] for problems in self._noted_problems)
+        return self._scan
