@@ -81,11 +81,12 @@ class ResultsRecorder:
         """Failed whole-dataset checks (test_manifest, test_stop_tokens, ...), with their messages."""
         if not report.failed or hasattr(self.config, "workerinput"):
             return
-        path, _, name = report.nodeid.partition("::")
-        check, _, param = name.partition("[")
-        if path.endswith("tokfidelity_suite.py") and check != "test_fidelity" and param.endswith("]"):
+        from .collection import PROPERTY, SAMPLE_TEST
+
+        found = next((value for key, value in report.user_properties if key == PROPERTY), None)  # (dataset, check)
+        if found is not None and found[1] != SAMPLE_TEST:
             message = str(report.longrepr)
-            self.failed_checks.setdefault(param[:-1], []).append({"check": check, "message": message[-4000:]})
+            self.failed_checks.setdefault(found[0], []).append({"check": found[1], "message": message[-4000:]})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
