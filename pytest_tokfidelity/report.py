@@ -18,7 +18,7 @@ from pipeline.core import gate
 from pipeline.core.decision import CLOSED, OPEN, Completeness, Counts, decide
 from pipeline.core.pins import Pins
 
-from .collection import PROPERTY, SAMPLE_TEST
+from .collection import PROPERTY, SAMPLE_TEST, SUITE_NODE_NAME
 from .dataset import DatasetRun
 from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
 from .snapshots import DiagnosisExtension, snapshot_file
@@ -47,7 +47,10 @@ class RunReport:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = next((value for key, value in report.user_properties if key == PROPERTY), None)
-        if found is None:  # not a test of the fidelity suite
+        if found is None:  # not a test of the fidelity suite, or one whose xdist worker crashed under it
+            if report.failed and report.nodeid.startswith(f"{SUITE_NODE_NAME}::"):  # which dataset is unknown:
+                for tally in self.reports.values():  # the failure counts against every dataset of the run
+                    tally["failed"].add(report.nodeid)
             return
         dataset, check = found
         tally = self.reports.get(dataset)

@@ -235,3 +235,28 @@ def test_a_killed_judge_is_replaced_and_every_sample_is_still_judged(tmp_path):
     assert "604 passed" in result.stdout
     assert "the remaining samples are judged on threads" in result.stdout
     assert is_open(tmp_path, "A7").open
+
+
+# -- 16. an xdist worker that crashes mid-run ------------------------------------------------------
+CRASH_HOOKS = """
+import os
+
+def pytest_runtest_call(item):
+    if item.name.endswith("/s5]") and os.environ.get("PYTEST_XDIST_WORKER"):
+        os._exit(1)
+"""
+
+
+@pytest.mark.slow
+def test_a_crashed_xdist_worker_keeps_the_gate_shut_and_the_wall_time_sane(tmp_path):
+    make(tmp_path, "A8_crash", exact_samples(30))
+    attack = hooks(tmp_path, CRASH_HOOKS)
+    result = subprocess.run(pytest_cmd(tmp_path, "--tokfidelity-dataset=A8", "-n", "2", *attack), cwd=tmp_path,
+                            env=attack_env(tmp_path), capture_output=True, text=True, timeout=300)
+    out = result.stdout
+    assert result.returncode != 0 and "crashed" in out, out[-3000:]
+    seconds = float(out.split(" tokens in ", 1)[1].split(" s", 1)[0])
+    assert 0 < seconds < 300, out[-2000:]
+    rec = gate.read_record(tmp_path / "state", "A8_crash")
+    assert rec is not None and rec["status"] == "closed", out[-2000:]
+    assert not is_open(tmp_path, "A8").open
