@@ -43,12 +43,16 @@ def tag(item: pytest.Item, dataset: str, check: str) -> None:
     item.user_properties.append((PROPERTY, (dataset, check)))
 
 
-def sample_cases(datasets, sample_limit: int | None) -> tuple[list[tuple[int, int]], list[str]]:
-    """(dataset position, sample position) per sample test, and its id ``DATASET/<sample name>``."""
+def sample_cases(datasets, sample_limit: int | None, shard=None) -> tuple[list[tuple[int, int]], list[str]]:
+    """(dataset position, sample position) per sample test, and its id ``DATASET/<sample name>``;
+    ``shard`` (``--tokfidelity-shard``): only the samples whose name hashes to it."""
     keys, ids = [], []
     for ds in datasets:
         index = ds.index
         positions = index.subset(sample_limit) if sample_limit else range(len(index))
+        if shard is not None:
+            positions = [p for p in positions if shard.holds(index.name(p))]
+            ds.shard_size = len(positions)
         for p in positions:
             keys.append((ds.position, p))
             ids.append(f"{ds.name}/{index.name(p)}")

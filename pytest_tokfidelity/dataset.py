@@ -24,6 +24,8 @@ from .snapshots import stored_names
 
 __all__ = ["DatasetRun", "Judged"]
 
+SCAN_CHUNK = 256  # samples parsed at a time by the whole-dataset scan
+
 
 @dataclass(slots=True)
 class Judged:
@@ -72,6 +74,7 @@ class DatasetRun:
         self._noted_problems: tuple[list[str], list[str]] = ([], [])
         self.selected: list[int] = []  # positions collected as tests, in order
         self.rank: dict[int, int] = {}
+        self.shard_size = 0  # samples of this dataset in this run's --tokfidelity-shard
         self.scheduled: dict[int, Future] = {}  # position -> the future judging its chunk
 
     # -- per-process resources, loaded on first use ----------------------------------------
@@ -207,11 +210,12 @@ class DatasetRun:
                 from pipeline.core.fidelity import stop_token_problems, vocabulary_problems
 
                 judge, _ = self.setup()
-                samples = [s for s in (self.index.read(p, self.fd) for p in range(len(self.index))) if isinstance(s, GoldenSample)]
-                self._noted_problems = (
-                    vocabulary_problems(samples, judge.tokenizer),
-                    stop_token_problems(samples, judge.profile, judge.tokenizer),
-                )
+                # only the samples no judge saw (a shard's, a -k run's others), a chunk at a time: memory stays flat
+                todo = [p for p in range(len(self.index)) if p not in self._noted]
+                for start in range(0, len(todo), SCAN_CHUNK):
+                    chunk = [s for s in (self.index.read(p, self.fd) for p in todo[start : start + SCAN_CHUNK]) if isinstance(s, GoldenSample)]
+                    self._noted_problems[0].extend(vocabulary_problems(chunk, judge.tokenizer))
+                    self._noted_problems[1].extend(stop_token_problems(chunk, judge.profile, judge.tokenizer))
             by_line = lambda p: int(p.split(" ", 2)[1])  # noqa: E731 - "line N (...): ..."
             self._scan = tuple(sorted(problems, key=by_line)[:10] for problems in self._noted_problems)
         return self._scan

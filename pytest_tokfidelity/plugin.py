@@ -28,6 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="verify a deterministic subset of N samples per dataset (a quick run: no gate record)")
     group.addoption("--tokfidelity-state-dir", default=None, metavar="DIR",
                     help="where gate records go (default: $TOKFIDELITY_STATE_DIR, else .tokfidelity)")
+    group.addoption("--tokfidelity-shard", default=None, metavar="I/N",
+                    help="run shard I of N of every dataset (split by a hash of the sample id) and write a shard record; "
+                    "`tokfidelity gate merge` opens the gate from all N")
     group.addoption("--tokfidelity-report", default=None, metavar="DIR",
                     help="write DIR/results.json and DIR/report.html (a self-contained divergence report)")
     parser.addini("tokfidelity_golden_dir", "folder of golden datasets, relative to the rootdir", default=None)
@@ -95,6 +98,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "run the suite without it (or run it separately from the tests --nf should order)"
         )
     judges = _judges(os.environ.get("TOKFIDELITY_JUDGES"))
+    from .sharding import shard_option
+
+    shard_option(config)  # a usage error now, not after the run
     if opt.tokfidelity_view is not None:
         from pipeline.core.views import VIEWS
 

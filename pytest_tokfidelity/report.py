@@ -21,6 +21,7 @@ from pipeline.core.pins import Pins
 from .collection import PROPERTY, SAMPLE_TEST, SUITE_NODE_NAME
 from .dataset import DatasetRun
 from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
+from .sharding import rates_deferred, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
 
 __all__ = ["RunReport"]
@@ -114,12 +115,16 @@ class RunReport:
                 DiagnosisExtension().delete_snapshots(
                     snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts.stale_snapshots)
                 )
+            shard = self.session.shard
             completeness = Completeness(
-                expected=len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
+                expected=ds.shard_size if shard else len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
                 checks_passed=frozenset(tally["checks"]), partial=tuple(partial),
             )
-            decision = decide(counts, ds.manifest, completeness)
-            gate_note = self._gate(ds, counts, decision, state_dir, args)
+            decision = decide(counts, rates_deferred(ds.manifest) if shard else ds.manifest, completeness)
+            if shard:  # a shard record, never the full one
+                gate_note = write_shard(self, ds, shard, counts, decision, tally, state_dir, args)
+            else:
+                gate_note = self._gate(ds, counts, decision, state_dir, args)
             if decision.problems and not tally["failed"]:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             span = tally.get("stop", 0.0) - tally.get("start", 0.0)  # first test start to last test end

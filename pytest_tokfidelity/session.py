@@ -21,6 +21,7 @@ from .checks import Checks
 from .collection import SAMPLE_TEST, dataset_cases, sample_cases, suite_items, suite_params, tag
 from .dataset import DatasetRun
 from .judges import LoneOrder, Prefetcher, XdistOrder
+from .sharding import shard_option
 
 __all__ = ["FidelitySession", "session_of", "PLUGIN_NAME", "WORKER_OUTPUT_KEY", "WORKER_TOKENIZERS_KEY", "WORKER_PINS_KEY"]
 
@@ -57,10 +58,11 @@ class FidelitySession:
         self.checks = Checks(self)
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
         self.results = None  # the ResultsRecorder (results.py) when --tokfidelity-report is given
+        self.shard = shard_option(config)  # --tokfidelity-shard=I/N (None: whole datasets)
 
     # -- collection ---------------------------------------------------------------------------
     def sample_cases(self) -> tuple[list[tuple[int, int]], list[str]]:
-        return sample_cases(self.datasets, self.sample_limit)
+        return sample_cases(self.datasets, self.sample_limit, self.shard)
 
     def dataset_cases(self) -> tuple[list[int], list[str]]:
         return dataset_cases(self.datasets)

@@ -1,4 +1,5 @@
-"""tokfidelity gate: is a dataset's verification gate open? (check) and what does its record say? (show)"""
+"""tokfidelity gate: is a dataset's verification gate open? (check), what does its record say? (show),
+and open it from the shard records of a CI matrix (merge)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ def add_arguments(p):
     sub = p.add_subparsers(dest="gate_command", metavar="ACTION", required=True)
     check = sub.add_parser("check", help="exit 0 when the gate is open, 1 when closed (says why)")
     show = sub.add_parser("show", help="print the stored record of a dataset as JSON")
-    for q in (check, show):
+    merge = sub.add_parser(
+        "merge", help="open the gate from the N shard records of `pytest --tokfidelity-shard=I/N` runs gathered in the state dir "
+        "(exit 0 open; 1 closed, naming the missing, failed, duplicated or mismatched shard)",
+    )
+    for q in (check, show, merge):
         q.add_argument("--dataset", required=True, help="dataset folder NAME (or the NAME in NAME_*)")
         q.add_argument("--golden-dir", default=None, help="golden datasets folder (default: ./golden, else the project's)")
         q.add_argument("--state-dir", default=None, help="gate records folder (default: $TOKFIDELITY_STATE_DIR or .tokfidelity)")
@@ -22,7 +27,17 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..core.gate import check_gate, default_golden_dir, read_record, resolve_dataset_dir
+    from ..core.gate import check_gate, default_golden_dir, merge_shards, read_record, resolve_dataset_dir
+
+    if args.gate_command == "merge":
+        merged = merge_shards(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)
+        if not merged.open:
+            print(merged.message, file=sys.stderr)
+            return EXIT_FAILED
+        print(merged.message)
+        status = check_gate(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)  # what gated stages will see
+        print(status.message, file=sys.stdout if status.open else sys.stderr)
+        return EXIT_OK if status.open else EXIT_FAILED
 
     if args.gate_command == "show":
         try:

@@ -179,24 +179,11 @@ def write_open_record(
     """Record a full green run of one dataset: the gate opens for these exact inputs.
     ``pins``: the hashes of what the run read (default: the dataset files as they are now)."""
     dataset_dir = Path(dataset_dir)
-    golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
-    code = code_file_hashes()
-    libs = library_versions()
     record = {
         "format": RECORD_FORMAT,
         "status": "open",
         "dataset": dataset_dir.name,
-        "dataset_dir": str(dataset_dir.resolve()),
-        "golden_files": golden,
-        "golden_sha256": _digest(golden),
-        "tokenizer": tokenizer_spec,
-        "tokenizer_fingerprint": tokenizer_fingerprint,
-        "tokenizer_files": dict(pins.tokenizer) if pins is not None else {},
-        "profile": profile,
-        "view": view,
-        "code_files": code,
-        "libraries": libs,
-        "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
+        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts),
         "pytest_args": list(pytest_args),
         "time": _now(),
@@ -361,5 +348,138 @@ def check_gate(
         name,
         f"gate for {name} is open: green run of {record.get('time', '?')} ({summary}) matches today's golden "
         f"files, tokenizer and code.",
+        command,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# CI shards (shards.py): shard records, and the merge that opens the gate from them
+# ------------------------------------------------------------------------------------------
+def _pinned_fields(dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, profile, view, pins: Pins | None) -> dict[str, Any]:
+    """What a record pins: golden files, tokenizer, profile, view, code and libraries."""
+    golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
+    code = code_file_hashes()
+    libs = library_versions()
+    return {
+        "dataset_dir": str(dataset_dir.resolve()),
+        "golden_files": golden,
+        "golden_sha256": _digest(golden),
+        "tokenizer": tokenizer_spec,
+        "tokenizer_fingerprint": tokenizer_fingerprint,
+        "tokenizer_files": dict(pins.tokenizer) if pins is not None else {},
+        "profile": profile,
+        "view": view,
+        "code_files": code,
+        "libraries": libs,
+        "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
+    }
+
+
+def write_shard_record(
+    dataset_dir: str | os.PathLike,
+    shard: Any,
+    *,
+    state_dir: str | os.PathLike | None = None,
+    green: bool,
+    reason: str,
+    counts: Counts,
+    expected: int,
+    checks_passed: Sequence[str],
+    tokenizer_spec: str | None,
+    tokenizer_fingerprint: str | None,
+    profile: str | None,
+    view: str,
+    pins: Pins | None = None,
+    pytest_args: Sequence[str] = (),
+) -> Path:
+    """Record one shard's run (``<DATASET>.shard-I-of-N.json``): its counts, whether it was green,
+    and the same pins as a full record. It opens nothing; ``merge_shards`` decides."""
+    from .shards import FAILED, GREEN, SHARD_KIND, shard_record_path
+
+    dataset_dir = Path(dataset_dir)
+    record = {
+        "format": RECORD_FORMAT,
+        "kind": SHARD_KIND,
+        "shard": {"index": shard.index, "of": shard.of},
+        "status": GREEN if green else FAILED,
+        "reason": reason,
+        "dataset": dataset_dir.name,
+        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins),
+        "expected": expected,
+        "checks_passed": sorted(checks_passed),
+        "counts": counts.to_record(),
+        "pytest_args": list(pytest_args),
+        "time": _now(),
+    }
+    return _write_json(shard_record_path(state_dir or default_state_dir(), dataset_dir.name, shard), record)
+
+
+def _merged_problems(dataset_dir: Path, manifest: Any, shards: Mapping[int, Any]) -> tuple[list[str], Counts]:
+    """What keeps merged, agreeing, green shard records from opening the gate: golden files or code
+    that differ from what the shards ran, counts that do not add up to the dataset, the manifest's limits."""
+    ref = shards[min(shards)].record
+    problems = [f"{n} since the shards ran" for n in changed_files("golden file", ref.get("golden_files") or {}, golden_file_hashes(dataset_dir))]
+    problems += [f"{n} since the shards ran" for n in changed_files("source", ref.get("code_files") or {}, code_file_hashes())]
+    problems += [f"{n} since the shards ran" for n in changed_files("library", ref.get("libraries") or {}, library_versions())]
+    merged, checks = Counts(), None
+    for index, shard in sorted(shards.items()):
+        try:
+            counts = Counts.from_dict(shard.record.get("counts", {}))
+        except ValueError as e:
+            problems.append(f"shard {shard.shard} ({shard.path.name}): {e}")
+            continue
+        if counts.samples != shard.record.get("expected") or counts.passed != counts.samples:
+            problems.append(f"shard {shard.shard} ({shard.path.name}) passed {counts.passed} of {shard.record.get('expected')!r} samples")
+        merged.merge(counts)
+        these = set(shard.record.get("checks_passed") or ())
+        checks = these if checks is None else checks & these
+    if problems:
+        return problems, merged
+    expected = count_samples(dataset_dir / "samples.jsonl")
+    decision = decide(merged, manifest, Completeness(expected=expected, passed=merged.passed, checks_passed=frozenset(checks or ())))
+    return ([] if decision.open else [decision.reason]), merged
+
+
+def merge_shards(
+    dataset: str, *, golden_dir: str | os.PathLike | None = None, state_dir: str | os.PathLike | None = None
+) -> GateStatus:
+    """Open the gate of ``dataset`` from the shard records gathered in the state dir: only when all N
+    exist once, every one was green, they agree on golden files, tokenizer and code, those are this
+    checkout's, and the merged counts pass ``decide`` (the known-divergence rate within the manifest's
+    limit). Otherwise a closed record says which shard, or what, keeps it shut."""
+    from .golden import GoldenError, load_manifest
+    from .shards import read_shard_records, shard_set_problems
+
+    state = Path(state_dir) if state_dir is not None else default_state_dir()
+    gdir = Path(golden_dir) if golden_dir is not None else default_golden_dir()
+    command = f"tokfidelity gate merge --dataset {dataset}"
+    try:
+        dataset_dir = resolve_dataset_dir(gdir, dataset)
+    except ValueError as e:
+        return GateStatus(False, dataset, f"gate for {dataset} is unchanged: {e}", command)
+    name = dataset_dir.name
+    problems, shards, of = shard_set_problems(read_shard_records(state, name))
+    try:
+        manifest = load_manifest(dataset_dir)
+    except GoldenError as e:
+        problems.append(f"the manifest is invalid ({e})")
+    merged = Counts()
+    if not problems:
+        problems, merged = _merged_problems(dataset_dir, manifest, shards)
+    if problems:
+        reason = f"merge of the shard records in {state / 'gates'} refused: " + "; ".join(problems)
+        write_closed_record(name, state_dir=state, reason=reason, counts=merged, pytest_args=[command])
+        return GateStatus(False, name, f"gate for {name} is closed: {reason}", command)
+    ref = shards[min(shards)].record
+    path = write_open_record(
+        dataset_dir, state_dir=state, tokenizer_spec=ref["tokenizer"], tokenizer_fingerprint=ref["tokenizer_fingerprint"],
+        profile=ref["profile"], view=ref["view"], counts=merged,
+        pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
+        pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {})),
+    )
+    return GateStatus(
+        True, name,
+        f"gate for {name} is open: {of} shard records merged ({merged.samples} samples, {merged.exact} exact, "
+        f"{merged.policy} by policy, {merged.known} known divergences); record {path}",
         command,
     )

@@ -1,0 +1,163 @@
+"""CI shards: N machines verify one dataset, and one gate opens from their N shard records.
+
+``pytest --tokfidelity-dataset=B3 --tokfidelity-shard=I/N`` judges the samples whose test name
+(the sample id; ``line-N`` or ``ID@line-N`` where there is none or it repeats) hashes to shard I,
+and runs the whole-dataset checks in every shard. Membership is ``sha256(name) mod N``: stable
+across processes, machines and Python versions (``hash()`` is salted per process), and a sample
+keeps its shard when others are added.
+
+A shard run writes ``<state dir>/gates/<DATASET>.shard-I-of-N.json``: its counts, whether it was
+green, and the same pins a full record holds (golden files, tokenizer fingerprint and files,
+code and library fingerprints). It never writes the dataset's full record. ``merge_shards``
+(``tokfidelity gate merge``) reads the N records gathered into one state dir and decides, with the
+same ``decide`` a full run uses on the merged counts, whether the full record is written open.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Shard", "parse_shard", "shard_number", "shard_record_path", "shard_record_files", "read_shard_records",
+           "ShardRecord", "SHARD_KIND", "GREEN", "FAILED"]
+
+SHARD_KIND = "shard"  # a shard record's "kind"; a full record has none
+GREEN, FAILED = "green", "failed"  # a shard record's status (never "open": a shard opens nothing)
+_NAME = re.compile(r"^\.?(?P<dataset>.+)\.shard-(?P<index>\d+)-of-(?P<of>\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard ``index`` of ``of`` (1 <= index <= of)."""
+
+    index: int
+    of: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.of}"
+
+    def holds(self, name: str) -> bool:
+        return shard_number(name, self.of) == self.index
+
+
+def parse_shard(text: str) -> Shard:
+    """``"I/N"`` -> Shard; ValueError saying what is expected."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m:
+        raise ValueError(f"expected I/N (shard I of N, e.g. 2/4), got {text!r}")
+    index, of = int(m.group(1)), int(m.group(2))
+    if not 1 <= index <= of:
+        raise ValueError(f"expected I/N with 1 <= I <= N, got {text!r}")
+    return Shard(index, of)
+
+
+def shard_number(name: str, of: int) -> int:
+    """The shard (1..of) a sample belongs to, from its test name."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % of + 1
+
+
+def shard_record_path(state_dir: str | os.PathLike, dataset: str, shard: Shard) -> Path:
+    return Path(state_dir) / "gates" / f"{dataset}.shard-{shard.index}-of-{shard.of}.json"
+
+
+def shard_record_files(state_dir: str | os.PathLike, dataset: str) -> list[Path]:
+    """Every file in the state dir that looks like a shard record of ``dataset`` (copies included:
+    ``B3.shard-1-of-3 (1).json`` from a second artifact download is a duplicate, not noise)."""
+    folder = Path(state_dir) / "gates"
+    if not folder.is_dir():
+        return []
+    prefix = f"{dataset}.shard-"
+    return sorted(p for p in folder.iterdir() if p.name.startswith(prefix) and p.suffix == ".json" and p.is_file())
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    path: Path
+    record: Mapping[str, Any]  # {} when unreadable
+    problem: str | None = None  # why the file is not a usable shard record
+
+    @property
+    def shard(self) -> Shard | None:
+        s = self.record.get("shard") if isinstance(self.record, Mapping) else None
+        if isinstance(s, Mapping) and type(s.get("index")) is int and type(s.get("of")) is int and 1 <= s["index"] <= s["of"]:
+            return Shard(s["index"], s["of"])
+        return None
+
+
+def read_shard_records(state_dir: str | os.PathLike, dataset: str) -> list[ShardRecord]:
+    out = []
+    for path in shard_record_files(state_dir, dataset):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            out.append(ShardRecord(path, {}, f"{path}: unreadable ({e})"))
+            continue
+        if not isinstance(record, dict):
+            out.append(ShardRecord(path, {}, f"{path}: not a JSON object"))
+            continue
+        rec = ShardRecord(path, record)
+        if record.get("kind") != SHARD_KIND or rec.shard is None:
+            out.append(ShardRecord(path, record, f"{path}: not a shard record (field 'kind' or 'shard' missing or malformed)"))
+        elif record.get("dataset") != dataset:
+            out.append(ShardRecord(path, record, f"{path}: a shard record of dataset {record.get('dataset')!r}, not {dataset!r}"))
+        else:
+            m = _NAME.match(path.name)
+            named = Shard(int(m.group("index")), int(m.group("of"))) if m else None
+            if named is not None and named != rec.shard:
+                out.append(ShardRecord(path, record, f"{path}: the file is named shard {named} but holds shard {rec.shard}"))
+            else:
+                out.append(rec)
+    return out
+
+
+# Fields on which every shard of one merge must agree: what was verified, with what, by what code.
+AGREED = (
+    ("golden_sha256", "golden files"),
+    ("tokenizer", "tokenizer"),
+    ("tokenizer_fingerprint", "tokenizer fingerprint"),
+    ("profile", "profile"),
+    ("view", "API view"),
+    ("code_fingerprint", "code and library fingerprint"),
+    ("format", "record format"),
+)
+
+
+def shard_set_problems(records: list[ShardRecord]) -> tuple[list[str], dict[int, ShardRecord], int | None]:
+    """(problems, the usable record of each shard index, N) of the shard records of one dataset:
+    unreadable, split differently, duplicated, missing, failed, or disagreeing on what they verified."""
+    problems = [r.problem for r in records if r.problem]
+    usable = [r for r in records if not r.problem]
+    splits = sorted({r.shard.of for r in usable})
+    if not usable:
+        return problems + ["no usable shard record"], {}, None
+    if len(splits) > 1:
+        listing = "; ".join(f"{r.path.name} is shard {r.shard}" for r in usable)
+        return problems + [f"the shard records come from different splits ({listing})"], {}, None
+    of = splits[0]
+    by_index: dict[int, list[ShardRecord]] = {}
+    for r in usable:
+        by_index.setdefault(r.shard.index, []).append(r)
+    for index, group in sorted(by_index.items()):
+        if len(group) > 1:
+            problems.append(f"shard {index}/{of} is duplicated: {', '.join(r.path.name for r in group)}")
+    missing = [i for i in range(1, of + 1) if i not in by_index]
+    if missing:
+        problems.append(f"shard record(s) missing: {', '.join(f'{i}/{of}' for i in missing)} (expected {of} files "
+                        f"named <DATASET>.shard-I-of-{of}.json)")
+    first = {i: group[0] for i, group in by_index.items()}
+    for i, r in sorted(first.items()):
+        if r.record.get("status") != GREEN:
+            problems.append(f"shard {i}/{of} did not pass ({r.path.name}): {r.record.get('reason') or 'status ' + repr(r.record.get('status'))}")
+    ref = first[min(first)]
+    for i, r in sorted(first.items()):
+        for key, label in AGREED:
+            if r.record.get(key) != ref.record.get(key):
+                problems.append(f"shard {i}/{of} ({r.path.name}) differs from shard {ref.shard} in its {label}")
+    return problems, first, of
