@@ -52,7 +52,6 @@ def sample_cases(datasets, sample_limit: int | None, shard=None) -> tuple[list[t
         positions = index.subset(sample_limit) if sample_limit else range(len(index))
         if shard is not None:
             positions = [p for p in positions if shard.holds(index.name(p))]
-            ds.shard_size = len(positions)
         for p in positions:
             keys.append((ds.position, p))
             ids.append(f"{ds.name}/{index.name(p)}")

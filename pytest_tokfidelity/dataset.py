@@ -74,7 +74,6 @@ class DatasetRun:
         self._noted_problems: tuple[list[str], list[str]] = ([], [])
         self.selected: list[int] = []  # positions collected as tests, in order
         self.rank: dict[int, int] = {}
-        self.shard_size = 0  # samples of this dataset in this run's --tokfidelity-shard
         self.scheduled: dict[int, Future] = {}  # position -> the future judging its chunk
 
     # -- per-process resources, loaded on first use ----------------------------------------

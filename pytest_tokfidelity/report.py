@@ -21,7 +21,7 @@ from pipeline.core.pins import Pins
 from .collection import PROPERTY, SAMPLE_TEST, SUITE_NODE_NAME
 from .dataset import DatasetRun
 from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
-from .sharding import rates_deferred, write_shard
+from .sharding import rates_deferred, shard_size, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
 
 __all__ = ["RunReport"]
@@ -117,7 +117,7 @@ class RunReport:
                 )
             shard = self.session.shard
             completeness = Completeness(
-                expected=ds.shard_size if shard else len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
+                expected=shard_size(ds, shard) if shard else len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
                 checks_passed=frozenset(tally["checks"]), partial=tuple(partial),
             )
             decision = decide(counts, rates_deferred(ds.manifest) if shard else ds.manifest, completeness)

@@ -233,8 +233,8 @@ def run_shard(golden: Path, state: Path, shard: str, *extra: str) -> subprocess.
 
 
 def test_three_shards_then_merge_open_the_gate_that_gated_stages_accept(tmp_path):
-    """End to end: a CI matrix of 3 shard runs (each with its own state dir, as separate machines),
-    their records gathered into one state dir, merged; the gated stages' own check accepts it."""
+    """End to end: a CI matrix of 3 shard runs (each with its own state dir, as separate machines; one
+    under xdist), their records gathered into one state dir, merged; the gated stages' own check accepts it."""
     from argparse import Namespace
 
     from pipeline.commands.gated import closed_gate_exit
@@ -245,7 +245,7 @@ def test_three_shards_then_merge_open_the_gate_that_gated_stages_accept(tmp_path
     ran = []
     for i in (1, 2, 3):
         state = tmp_path / f"machine{i}"
-        result = run_shard(golden, state, f"{i}/3")
+        result = run_shard(golden, state, f"{i}/3", *(("-n", "2") if i == 2 else ()))  # one machine under xdist
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
         assert f"shard {i}/3 green" in result.stdout
         ran += [line for line in result.stdout.splitlines() if line.startswith("D1_glaive:")]
