@@ -33,8 +33,8 @@ class Judged:
 
     verdicts: dict[int, Verdict | BaseException] = field(default_factory=dict)
     noted: list[int] = field(default_factory=list)  # positions the vocabulary and stop checks looked at
-    vocabulary: list[str] = field(default_factory=list)  # problems found by those checks
-    stops: list[str] = field(default_factory=list)
+    vocabulary: list[tuple[int, str]] = field(default_factory=list)  # (line, problem) found by those checks
+    stops: list[tuple[int, str]] = field(default_factory=list)
     absorbed: bool = False  # set by DatasetRun.absorb, once
 
 
@@ -71,7 +71,7 @@ class DatasetRun:
         self._fd: int | None = None
         self._scan: tuple[list[str], list[str]] | None = None
         self._noted: set[int] = set()
-        self._noted_problems: tuple[list[str], list[str]] = ([], [])
+        self._noted_problems: tuple[list[tuple[int, str]], list[tuple[int, str]]] = ([], [])  # (line, problem)
         self.selected: list[int] = []  # positions collected as tests, in order
         self.rank: dict[int, int] = {}
         self.scheduled: dict[int, Future] = {}  # position -> the future judging its chunk
@@ -181,12 +181,12 @@ class DatasetRun:
                     if not (type(verdict) is Verdict and verdict.kind == EXACT):
                         problems = vocabulary_problems(one, tokenizer)
                         if problems:
-                            judged.vocabulary += problems
+                            judged.vocabulary += [(sample.line, p) for p in problems]
                             # Ids outside the vocabulary are bad input, whatever judging made of them
                             # (a negative id decodes, through Python's indexing, as a token from the end).
                             if isinstance(verdict, BaseException) or verdict.kind != BAD_INPUT:
                                 verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{index.path}: {problems[0]}")
-                    judged.stops += stop_token_problems(one, profile, tokenizer)
+                    judged.stops += [(sample.line, p) for p in stop_token_problems(one, profile, tokenizer)]
                     judged.noted.append(p)
             except Exception as e:  # noqa: BLE001
                 verdict = e
@@ -213,8 +213,8 @@ class DatasetRun:
                 todo = [p for p in range(len(self.index)) if p not in self._noted]
                 for start in range(0, len(todo), SCAN_CHUNK):
                     chunk = [s for s in (self.index.read(p, self.fd) for p in todo[start : start + SCAN_CHUNK]) if isinstance(s, GoldenSample)]
-                    self._noted_problems[0].extend(vocabulary_problems(chunk, judge.tokenizer))
-                    self._noted_problems[1].extend(stop_token_problems(chunk, judge.profile, judge.tokenizer))
-            by_line = lambda p: int(p.split(" ", 2)[1])  # noqa: E731 - "line N (...): ..."
-            self._scan = tuple(sorted(problems, key=by_line)[:10] for problems in self._noted_problems)
+                    for s in chunk:
+                        self._noted_problems[0].extend((s.line, p) for p in vocabulary_problems((s,), judge.tokenizer))
+                        self._noted_problems[1].extend((s.line, p) for p in stop_token_problems((s,), judge.profile, judge.tokenizer))
+            self._scan = tuple([p for _, p in sorted(problems, key=lambda lp: lp[0])[:10]] for problems in self._noted_problems)
         return self._scan

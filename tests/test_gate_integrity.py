@@ -292,3 +292,15 @@ def test_open_hint_names_a_non_default_state_dir(tmp_path):
     dataset = write_dataset(tmp_path / "golden" / "P17_hint", manifest("P17_hint"), exact_samples(1))
     status = gate.check_gate("P17", golden_dir=dataset.parent, state_dir=tmp_path / "mystate")
     assert f"--tokfidelity-state-dir={tmp_path / 'mystate'}" in status.open_command
+
+
+def test_whole_dataset_problems_are_listed_in_file_order_across_chunks(pytester):
+    from test_plugin import CHAS, kimi_ids
+
+    samples = exact_samples(70)
+    for i in (60, 5, 40):  # judged in different chunks, possibly out of order
+        samples[i] = {**samples[i], "output_ids": kimi_ids("x", "y", stop=CHAS)}
+    make_dataset(pytester.path, "P18_order", samples)
+    out = run(pytester, "--tokfidelity-dataset=P18").stdout.str()
+    lines = [out.index(f"line {n} (s{n - 1})") for n in (6, 41, 61)]
+    assert lines == sorted(lines)
