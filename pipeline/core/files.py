@@ -14,7 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write", "out_folder_problem"]
+__all__ = ["atomic_path", "atomic_write", "cache_root", "out_folder_problem"]
+
+
+def cache_root() -> Path:
+    """Where tokfidelity keeps what it rebuilds once (GGUF tokenizers, converted model folders,
+    downloaded encodings): ``$TOKFIDELITY_CACHE_DIR``, default ``~/.cache/tokfidelity``."""
+    return Path(os.environ.get("TOKFIDELITY_CACHE_DIR") or Path.home() / ".cache" / "tokfidelity")
 
 
 @contextmanager

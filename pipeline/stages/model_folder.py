@@ -24,16 +24,13 @@ import os
 import shutil
 from pathlib import Path
 
+from ..core.files import cache_root
 from ..core.model_files import NO_REMOTE_CODE, gguf_alone
 from ..core.tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
 
 __all__ = ["model_folder", "convert_gguf", "cache_root", "DONE_FILE"]
 
 DONE_FILE = ".tokfidelity-converted.json"  # written last: a folder without it is incomplete
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("TOKFIDELITY_CACHE_DIR") or Path.home() / ".cache" / "tokfidelity")
 
 
 def _gguf_path(spec: str | os.PathLike) -> Path:

