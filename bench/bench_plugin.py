@@ -181,6 +181,67 @@ def describe(runs: list[Run], raw: float, raw_cpu: float) -> str:
             f"{max(r.rss_mb for r in runs):,.0f} MB")
 
 
+def judge_breakdown(dataset: Path, n: int = 500) -> str:
+    """Where a judge's CPU goes, per sample, over the first n samples, in this process: reading and
+    parsing the line, the API view (decoding the golden ids), reconstruction (encoding), the rest."""
+    from pipeline.core.fidelity import Judge
+    from pipeline.core.reconstruct import reconstruct_output_ids
+    from pipeline.core.views import api_view
+    from pytest_tokfidelity.index import SampleIndex
+
+    tok = load_tokenizer("kimi-k2.5")
+    profile = bind_profile("kimi-k2.5", tok)
+    judge = Judge(profile, tok, "sglang", {"non-canonical-split": 0.001})
+    index = SampleIndex(dataset / "samples.jsonl")
+    n = min(n, len(index))
+    fd = os.open(index.path, os.O_RDONLY)
+    try:
+        c = time.process_time()
+        samples = [index.read(p, fd) for p in range(n)]
+        read = time.process_time() - c
+    finally:
+        os.close(fd)
+    c = time.process_time()
+    views = [api_view(s.output_ids, s.finish_reason, profile, tok, "sglang") for s in samples]
+    view = time.process_time() - c
+    c = time.process_time()
+    for v in views:
+        reconstruct_output_ids(v, profile, tok)
+    rebuild = time.process_time() - c
+    c = time.process_time()
+    for s in samples:
+        judge(s)
+    whole = time.process_time() - c
+    ms = lambda x: 1000 * x / n  # noqa: E731
+    return (f"judging, CPU per sample over {n} samples in this process: read and parse {ms(read):.2f} ms, API view (decode) "
+            f"{ms(view):.2f} ms, reconstruction (encode) {ms(rebuild):.2f} ms, the rest of the verdict "
+            f"{ms(whole - view - rebuild):.2f} ms")
+
+
+_EMPTY_SUITE = """
+import os, pytest
+N = int(os.environ["BENCH_EMPTY_TESTS"])
+@pytest.mark.parametrize("case", [(0, i) for i in range(N)], ids=[f"BENCH/b{i:06d}" for i in range(N)])
+def test_fidelity(case, request):
+    pass
+"""
+
+
+def pytest_per_test(tmp: Path, n: int, extra: list[str]) -> str:
+    """pytest's own cost per test: n empty parametrized tests against n // 10, controlling process CPU."""
+    (tmp / "empty").mkdir(exist_ok=True)
+    (tmp / "empty" / "test_empty.py").write_text(_EMPTY_SUITE)
+    cpu = {}
+    for size in (n // 10, n):
+        stats = tmp / f"empty-{size}.json"
+        env = {**os.environ, "BENCH_EMPTY_TESTS": str(size)}
+        subprocess.run([sys.executable, "-c", _WRAPPER, str(stats), "-q", "-p", "no:cacheprovider", *extra, "test_empty.py"],
+                       cwd=tmp / "empty", env=env, capture_output=True, check=True)
+        cpu[size] = json.loads(stats.read_text())["cpu"]
+    per = (cpu[n] - cpu[n // 10]) / (n - n // 10)
+    return f"pytest's own cost, {n:,} empty parametrized tests: {1000 * per:.2f} ms of CPU per test ({cpu[n]:.2f} s in all)"
+
+
 MODES = {"lone": (), "n2": ("-n", "2")}
 
 
@@ -214,6 +275,8 @@ def main() -> int:
               f"({n_tokens / raw:,.0f} tokens/s)")
         del texts
         extra = args.pytest_args.split()
+        print(judge_breakdown(dataset))
+        print(pytest_per_test(tmp, args.samples, extra))
         results = {}
         for mode in modes:
             runs = [pytest_run(golden, tmp / f"state-{mode}-{i}", *MODES[mode], *extra) for i in range(args.repeat)]
