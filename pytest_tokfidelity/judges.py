@@ -20,6 +20,7 @@ __all__ = ["Prefetcher", "LoneOrder", "XdistOrder", "Order", "CHUNK", "AHEAD"]
 
 CHUNK = 32  # samples judged by one background task
 AHEAD = 512  # samples judged ahead of the running test, at most: memory stays flat
+WARM = 2048  # samples a lone pytest judges while it collects (40,000 items take pytest about 2 s)
 
 
 class Order(Protocol):
@@ -81,6 +82,23 @@ class Prefetcher:
             pending = self.pool.submit(ds.position, chunk)
             for p in chunk:
                 ds.scheduled[p] = pending
+
+    def warm_up(self, cases: list[tuple[int, int]]) -> None:
+        """Start judging the first WARM sample cases (collection order, which a lone run keeps)
+        while pytest builds its items: the judges would otherwise wait for the first test."""
+        todo: dict[int, list[int]] = {}
+        for d, position in cases[:WARM]:
+            todo.setdefault(d, []).append(position)
+        for d, positions in todo.items():
+            ds = self.datasets[d]
+            if ds.setup()[0] is not None:  # loaded before the fork, so that the judges share it
+                self._schedule(ds, positions)
+
+    def forget_unselected(self) -> None:
+        """Drop warmed-up samples that collection then deselected: they would hold the window shut."""
+        for ds in self.datasets:
+            for p in [p for p in ds.scheduled if p not in ds.rank]:
+                del ds.scheduled[p]
 
     def verdict(self, ds, position: int):
         """The verdict on one sample (a Verdict, or the exception judging it raised)."""

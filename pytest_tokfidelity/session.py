@@ -59,16 +59,21 @@ class FidelitySession:
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
         self.results = None  # the ResultsRecorder (results.py) when --tokfidelity-report is given
         self.shard = shard_option(config)  # --tokfidelity-shard=I/N (None: whole datasets)
+        self._cases: tuple[list[tuple[int, int]], list[str]] | None = None
 
     # -- collection ---------------------------------------------------------------------------
     def sample_cases(self) -> tuple[list[tuple[int, int]], list[str]]:
-        return sample_cases(self.datasets, self.sample_limit, self.shard)
+        if self._cases is None:
+            self._cases = sample_cases(self.datasets, self.sample_limit, self.shard)
+        return self._cases
 
     def dataset_cases(self) -> tuple[list[int], list[str]]:
         return dataset_cases(self.datasets)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        if not self.is_worker and not self.config.option.collectonly:  # judges start while pytest collects
+            self.prefetcher.warm_up(self.sample_cases()[0])
         items[:0] = suite_items(session)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -88,6 +93,7 @@ class FidelitySession:
             case_of_item.append(case)
         for ds in self.datasets:
             ds.rank = {p: r for r, p in enumerate(ds.selected)}
+        self.prefetcher.forget_unselected()  # warmed-up samples that -k or --deselect dropped
         if self.is_worker:  # xdist's worker loop, whose queue says which items this process runs next
             from .xdist_adapter import worker_queue
 
