@@ -2,13 +2,14 @@
 
 * tinker-cookbook 0.6.1: ``tinker_cookbook/renderers/kimi_k2_5_tool_declaration_ts.py``, a verbatim copy of
   the encoder in Kimi K2.5's hub repository (``tool_declaration_ts.py``). It decides where ports differ.
-  Loaded by file path: the package's ``__init__`` imports torch, PIL and the ``tinker`` SDK.
+  Loaded by file path, so the encoder tests need nothing else; the whole renderer (package ``__init__``,
+  the ``tinker`` SDK, PIL) is imported only by tests/test_render_tinker.py.
 * renderers 0.1.12: ``renderers/kimi_k25.py`` (its own encoder and a whole Kimi K2.5 renderer). Loaded with
   ``renderers/__init__.py`` skipped (it imports an HTTP client and every model family); the modules
   kimi_k25.py imports are the package's own, run as they are (``configs`` needs ``pydantic_config``, from
   ``prime-pydantic-config``).
 
-All three are installed ``--no-deps`` by ``scripts/setup``.
+All are installed ``--no-deps`` by ``scripts/setup`` (tinker and its few needs too).
 """
 
 from __future__ import annotations
