@@ -4,7 +4,7 @@ transformers runs Python from a model folder when a config's ``auto_map`` names 
 asking "Do you wish to run the custom code? [y/N]" on a terminal). Two rules keep that from
 happening, wherever transformers loads anything:
 
-* every call passes ``trust_remote_code=False`` (``NO_REMOTE_CODE``);
+* every call writes ``trust_remote_code=False`` itself, so a reader (and a test) sees it at the call;
 * a GGUF file is self-contained, so transformers sees it alone, in a temporary folder holding
   only a link to it (``gguf_alone``): files beside it (a Kimi ``tokenizer_config.json`` with its
   ``auto_map``, a ``tokenization_*.py``) are never read;
@@ -23,9 +23,8 @@ from pathlib import Path
 
 from .errors import TokfidelityError
 
-__all__ = ["NO_REMOTE_CODE", "FolderCodeRefused", "gguf_alone", "refuse_folder_code", "transformers_source"]
+__all__ = ["FolderCodeRefused", "gguf_alone", "refuse_folder_code", "transformers_source"]
 
-NO_REMOTE_CODE = {"trust_remote_code": False}
 
 # Configs in which transformers looks for ``auto_map``.
 _CONFIG_FILES = ("config.json", "tokenizer_config.json", "processor_config.json", "preprocessor_config.json")
@@ -64,11 +63,12 @@ def refuse_folder_code(folder: os.PathLike | str) -> None:
 
 @contextmanager
 def transformers_source(path: os.PathLike | str) -> Iterator[tuple[str, dict]]:
-    """``(folder, kwargs)`` for ``from_pretrained``: a GGUF file alone, or a checked model folder."""
+    """``(folder, kwargs)`` for ``from_pretrained``: a GGUF file alone, or a checked model folder.
+    The caller passes ``trust_remote_code=False`` itself, beside these kwargs."""
     path = Path(path)
     if path.is_file():
         with gguf_alone(path) as (folder, name):
-            yield folder, {"gguf_file": name, **NO_REMOTE_CODE}
+            yield folder, {"gguf_file": name}
         return
     refuse_folder_code(path)
-    yield str(path), dict(NO_REMOTE_CODE)
+    yield str(path), {}

@@ -127,7 +127,7 @@ def _load_model(model_spec: str):
     path = resolve_model_path(model_spec)
     try:
         with transformers_source(path) as (folder, kwargs):  # a GGUF alone; no model-folder code ever runs
-            return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+            return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, trust_remote_code=False, **kwargs).eval()
     except FolderCodeRefused:
         raise
     except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf

@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 
 from ..core.files import cache_root
-from ..core.model_files import NO_REMOTE_CODE, gguf_alone
+from ..core.model_files import gguf_alone
 from ..core.tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
 
 __all__ = ["model_folder", "convert_gguf", "cache_root", "DONE_FILE"]
@@ -73,9 +73,9 @@ def convert_gguf(gguf: Path, out: Path, digest: str | None = None) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     with gguf_alone(gguf) as (folder, name):  # transformers sees the GGUF alone: no file beside it is read
-        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32, **NO_REMOTE_CODE)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32, trust_remote_code=False)
         # chat template and special-token names from transformers' reading of the GGUF
-        hf_tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, **NO_REMOTE_CODE)
+        hf_tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, trust_remote_code=False)
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
     if tied:

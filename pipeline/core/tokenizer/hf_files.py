@@ -143,7 +143,7 @@ def _rebuild_gguf_tokenizer(path: Path):
     field = reader.fields.get("tokenizer.ggml.pre")
     pre = bytes(field.parts[field.data[0]]).decode() if field is not None else ""
     with transformers_source(path) as (folder, kwargs):  # the GGUF alone: nothing beside it is read or run
-        hf = AutoTokenizer.from_pretrained(folder, **kwargs)
+        hf = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
     tok = hf.backend_tokenizer
     if pre in _GGUF_DIGIT_SPLIT_PRE:
         # transformers drops llama.cpp's per-digit split for these vocabularies; put it back.

@@ -71,8 +71,8 @@ class TransformersEngine:
         try:
             # a GGUF (dequantized to fp32) is read alone; a folder asking to run its own code is refused
             with transformers_source(self.model_path) as (folder, kwargs):
-                self._hf_tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)  # only for its chat template
-                self._model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).eval()
+                self._hf_tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)  # only for its chat template
+                self._model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, trust_remote_code=False, **kwargs).eval()
         except FolderCodeRefused:
             raise
         except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere inside transformers or gguf
