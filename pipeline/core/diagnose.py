@@ -623,19 +623,6 @@ class _Context:
             if (lo < core1 and hi > core0) if lo < hi else core0 < lo < core1:
                 return True
         return False
-        off, data = self.gbytes.offsets, self.gbytes.data
-        lo, hi = off[start], off[end]
-        for call in self.layout.tool_calls:
-            span = call.arguments
-            a0, a1 = off[span.start], off[span.end]
-            body = data[a0:a1]
-            core0 = a0 + len(body) - len(body.lstrip())
-            core1 = a1 - (len(body) - len(body.rstrip()))
-            if core0 >= core1:
-                continue
-            if (lo < core1 and hi > core0) if lo < hi else core0 < lo < core1:
-                return True
-        return False
 
 
 def _split_stop(block, ctx: _Context):
