@@ -14,6 +14,7 @@ that dies is reported as ``JudgeDied`` by the result it owed.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -154,13 +155,23 @@ def _die_with_parent(parent: int) -> None:
 
 
 class ForkedJudges:
-    """``n`` judging processes forked from this one; chunks go round-robin."""
+    """``n`` judging processes forked from this one; chunks go round-robin.
+
+    The judges are forked with this process's heap frozen (``gc.freeze``, as the standard
+    library's documentation advises before a fork): their collections then never walk the
+    objects they inherited, and so never copy the pages they share with this process."""
 
     def __init__(self, n: int, task: Task):
         self._judges: list[_ForkedJudge] = []
-        for _ in range(n):
-            inherited = [fd for j in self._judges for fd in j.fds]
-            self._judges.append(_ForkedJudge(task, inherited))
+        frozen_before = gc.get_freeze_count() > 0  # a caller's freeze stays as it was
+        gc.freeze()
+        try:
+            for _ in range(n):
+                inherited = [fd for j in self._judges for fd in j.fds]
+                self._judges.append(_ForkedJudge(task, inherited))
+        finally:
+            if not frozen_before:
+                gc.unfreeze()
         self._next = 0
 
     @property

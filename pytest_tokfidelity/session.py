@@ -5,10 +5,22 @@ Every process that runs tests (a lone pytest, or each xdist worker) registers on
 dataset (dataset.py: manifest, index, tokenizer and profile, pins), the prefetching judge
 (judges.py, with the order in which this process runs its samples), the suite's assertions and
 counts (checks.py). The summary and the gate records belong to the controlling process (report.py).
+
+The garbage collector: a 40,000-sample suite holds a few hundred thousand long-lived objects
+(items, their keywords and stashes), which Python's collector would walk on every full
+collection during the run and several times more at exit (at 6,000 samples about 0.4 s and
+0.5 s of the controlling process, growing with the suite: bench/bench_plugin.py). So they are
+frozen (``gc.freeze``, the standard library's way to mark objects as permanent) once collected,
+and unfrozen when the plugin is unconfigured, so that a run inside a longer-lived process
+(pytester) leaves nothing behind; at interpreter exit what is left is frozen again, since
+nothing is collected any more, only torn down (Python does not promise to finalize objects
+still alive at exit; every file the plugin writes is closed long before).
 """
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 from pathlib import Path
 
@@ -98,6 +110,7 @@ class FidelitySession:
             from .xdist_adapter import worker_queue
 
             self.prefetcher.order = XdistOrder(worker_queue(self.config), case_of_item)
+        gc.freeze()  # the items live for the whole run (see the module's docstring)
 
     def dataset_of_item(self, item: pytest.Item) -> DatasetRun | None:
         """The dataset a fidelity-suite test belongs to (None: another test of the session)."""
@@ -114,6 +127,12 @@ class FidelitySession:
         self.checks.check_dataset(name, dataset)
 
     # -- hooks: every process ---------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        gc.unfreeze()
+        atexit.unregister(gc.freeze)  # once per process, however many runs it holds
+        atexit.register(gc.freeze)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.prefetcher.close()

@@ -488,3 +488,20 @@ def test_files_with_a_byte_order_mark_are_read(pytester):
     result = run(pytester, "--tokfidelity-dataset=K9")
     result.assert_outcomes(passed=4 + 2)
     assert gate(pytester, "K9").open
+
+
+def test_collected_items_are_frozen_for_the_run_and_thawed_after_it(pytester):
+    """The collector leaves the collected items alone during the run (gc.freeze), and a run inside
+    a longer-lived process (this one) leaves nothing frozen behind."""
+    import gc
+
+    make_dataset(pytester.path, "K1_exact", exact_samples(3))
+    seen = pytester.path / "frozen.txt"
+    pytester.syspathinsert()
+    probe = f"import gc\ndef pytest_runtest_call(item):\n    open({str(seen)!r}, 'a').write(f'{{gc.get_freeze_count()}}\\n')\n"
+    pytester.makepyfile(freeze_probe=probe)
+    assert gc.get_freeze_count() == 0
+    run(pytester, "-p", "freeze_probe", "--tokfidelity-dataset=K1").assert_outcomes(passed=4 + 3)
+    counts = [int(n) for n in seen.read_text().split()]
+    assert len(counts) == 4 + 3 and min(counts) > 1000, counts  # the items, the modules, the tokenizer's tables
+    assert gc.get_freeze_count() == 0
