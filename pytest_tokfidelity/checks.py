@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY
 
-from .snapshots import DiagnosisExtension, snapshot_file
+from .snapshots import snapshot_assertion, snapshot_file
 
 __all__ = ["Checks"]
 
@@ -24,7 +24,7 @@ class Checks:
         self.datasets = session.datasets
         self.counts = session.counts
 
-    def check_sample(self, case: tuple[int, int], request: pytest.FixtureRequest) -> None:
+    def check_sample(self, case: tuple[int, int], item: pytest.Item) -> None:
         ds = self.datasets[case[0]]
         position = case[1]
         counts = self.counts[ds.name]
@@ -58,10 +58,10 @@ class Checks:
                 for cls, n in verdict.hunks_by_class.items():
                     policy_hunks[cls] = policy_hunks.get(cls, 0) + n
                 self._record(ds, position, verdict, "policy")
-            if ds.stored and request.node.name in ds.stored:
-                counts.stale_snapshots.append(request.node.name)
+            if ds.stored and item.name in ds.stored:
+                counts.stale_snapshots.append(item.name)
             return
-        snapshot = request.getfixturevalue("snapshot").use_extension(DiagnosisExtension)
+        snapshot = snapshot_assertion(item)
         if snapshot == verdict.signature:
             counts.known += 1
             type(counts).bump(counts.known_by_class, verdict.classes)
@@ -70,7 +70,7 @@ class Checks:
         counts.new += 1
         type(counts).bump(counts.new_by_class, verdict.classes)
         self._record(ds, position, verdict, "new")
-        stored = request.node.name in ds.stored
+        stored = item.name in ds.stored
         hint = (
             f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
             if stored

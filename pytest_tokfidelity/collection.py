@@ -6,6 +6,15 @@ that node ids read ``tokfidelity_suite.py::test_fidelity[<DATASET>/<id>]``: a ``
 at that path whose ``obj`` is set to the imported suite (pytest's public setter; nothing of
 pytest is overridden). Each suite test carries ``(dataset, check)`` in its ``user_properties``,
 which travel with every report (xdist included): nothing downstream parses node ids.
+
+The whole-dataset checks are plain test functions, parametrized per dataset. The samples are
+``SampleItem``s (pytest's way to run tests that are not Python functions, as its doctest items
+do), made by the session's ``pytest_pycollect_makeitem`` for ``test_fidelity``: a parametrized
+function costs pytest a fixture request, a parameter fixture and the signature of the function
+per test, about 0.15 ms of the controlling process per sample (bench/bench_plugin.py), on a
+budget of about 1 ms. A sample needs no fixture: its reviewed divergence, when it has one, is
+asserted through syrupy's ``SnapshotAssertion`` built here as syrupy's own ``snapshot`` fixture
+builds it (snapshots.py).
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ from typing import Any
 import pytest
 
 __all__ = [
-    "SUITE_NODE_NAME", "SAMPLE_TEST", "PROPERTY", "suite_items", "suite_params", "tag", "sample_cases", "dataset_cases",
+    "SUITE_NODE_NAME", "SAMPLE_TEST", "PROPERTY", "SampleItem", "sample_items", "suite_items", "suite_params", "tag",
+    "sample_cases", "dataset_cases",
 ]
 
 SUITE_NODE_NAME = "tokfidelity_suite.py"
@@ -31,8 +41,37 @@ def suite_items(session: pytest.Session) -> list[pytest.Item]:
     return list(session.genitems(module))
 
 
+class SampleItem(pytest.Item):
+    """One golden sample's test: ``test_fidelity[<DATASET>/<id>]``, judging sample ``case``
+    (dataset position, sample position) when it runs."""
+
+    def __init__(self, *, case: tuple[int, int], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.case = case
+
+    @property
+    def obj(self):
+        """The suite's ``test_fidelity`` (its docstring says what a sample test checks; syrupy reads
+        the snapshot location's module and test name from it)."""
+        return self.parent.obj.test_fidelity
+
+    def runtest(self) -> None:
+        from .session import session_of
+
+        session_of(self.config).check_sample(self.case, self)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+def sample_items(collector: pytest.Module, cases: list[tuple[int, int]], ids: list[str]) -> list[SampleItem]:
+    return [SampleItem.from_parent(collector, name=f"{SAMPLE_TEST}[{i}]", case=case) for case, i in zip(cases, ids)]
+
+
 def suite_params(item: pytest.Item) -> dict[str, Any] | None:
     """The parameters of a fidelity-suite test (None for any other test of the session)."""
+    if type(item) is SampleItem:
+        return {"case": item.case}
     if not isinstance(item, pytest.Function) or item.module is None or item.module.__name__ != "pytest_tokfidelity.suite":
         return None
     callspec = getattr(item, "callspec", None)

@@ -30,7 +30,7 @@ from pipeline.core.decision import Counts
 from pipeline.core.golden import find_datasets
 
 from .checks import Checks
-from .collection import SAMPLE_TEST, dataset_cases, sample_cases, suite_items, suite_params, tag
+from .collection import SAMPLE_TEST, dataset_cases, sample_cases, sample_items, suite_items, suite_params, tag
 from .dataset import DatasetRun
 from .judges import LoneOrder, Prefetcher, XdistOrder
 from .sharding import shard_option
@@ -83,6 +83,13 @@ class FidelitySession:
         return dataset_cases(self.datasets)
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj) -> list[pytest.Item] | None:
+        """The suite's ``test_fidelity``: one SampleItem per sample (collection.py says why)."""
+        if name == SAMPLE_TEST and isinstance(collector, pytest.Module) and collector.obj.__name__ == "pytest_tokfidelity.suite":
+            return sample_items(collector, *self.sample_cases())
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         if not self.is_worker and not self.config.option.collectonly:  # judges start while pytest collects
             self.prefetcher.warm_up(self.sample_cases()[0])
@@ -96,7 +103,7 @@ class FidelitySession:
             case = None
             params = suite_params(item)
             if params is not None:
-                if type(params.get("case")) is tuple:  # not pytest's placeholder for an empty parameter set
+                if "case" in params:
                     case = params["case"]
                     self.datasets[case[0]].selected.append(case[1])
                     tag(item, self.datasets[case[0]].name, SAMPLE_TEST)
@@ -120,8 +127,8 @@ class FidelitySession:
         return self.datasets[params["case"][0] if "case" in params else params["dataset"]]
 
     # -- the suite's tests ----------------------------------------------------------------------
-    def check_sample(self, case: tuple[int, int], request: pytest.FixtureRequest) -> None:
-        self.checks.check_sample(case, request)
+    def check_sample(self, case: tuple[int, int], item: pytest.Item) -> None:
+        self.checks.check_sample(case, item)
 
     def check_dataset(self, name: str, dataset: int) -> None:
         self.checks.check_dataset(name, dataset)

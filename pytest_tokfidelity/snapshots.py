@@ -14,10 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from syrupy.assertion import SnapshotAssertion
 from syrupy.data import SnapshotCollections
 from syrupy.extensions.amber import AmberDataSerializer, AmberSnapshotExtension
+from syrupy.location import PyTestLocation
 
-__all__ = ["DiagnosisExtension", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
+__all__ = ["DiagnosisExtension", "snapshot_assertion", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
 
 SNAPSHOT_DIRNAME = "__snapshots__"
 SNAPSHOT_BASENAME = "fidelity"
@@ -84,3 +86,15 @@ class DiagnosisExtension(AmberSnapshotExtension):
 
     def discover_snapshots(self, *, test_location, ignore_extensions=None) -> SnapshotCollections:
         return SnapshotCollections()  # stale entries are the plugin's business (see module doc)
+
+
+def snapshot_assertion(item) -> SnapshotAssertion:
+    """What syrupy's ``snapshot`` fixture gives a test, here for a sample item (which takes no
+    fixtures: collection.py), built as that fixture builds it, with DiagnosisExtension. syrupy
+    keeps its session on ``config._syrupy``; its fixture reads it from there too."""
+    option = item.config.option
+    extra = {"update_new_snapshots_only": option.update_new_snapshots_only} if hasattr(option, "update_new_snapshots_only") else {}
+    return SnapshotAssertion(
+        update_snapshots=option.update_snapshots, extension_class=DiagnosisExtension, test_location=PyTestLocation(item),
+        session=item.config._syrupy, **extra,
+    )

@@ -1,8 +1,9 @@
 """The fidelity suite the plugin collects for ``--tokfidelity-dataset``.
 
-Plain test functions, parametrized per dataset and per sample by ``pytest_generate_tests``
-below, so that fixtures such as syrupy's ``snapshot`` work. Each test is a lookup and an
-assertion: the work happens in batches inside ``FidelitySession``. The whole-dataset checks
+The whole-dataset checks are plain test functions, parametrized per dataset by
+``pytest_generate_tests`` below; each sample is a ``SampleItem`` (collection.py) named after
+``test_fidelity``. Each test is a lookup and an assertion: the work happens in batches inside
+``FidelitySession``. The whole-dataset checks
 come after the samples, so that a run that judged every sample has already checked them.
 """
 
@@ -10,12 +11,8 @@ from pytest_tokfidelity.session import session_of
 
 
 def pytest_generate_tests(metafunc):
-    session = session_of(metafunc.config)
-    if "case" in metafunc.fixturenames:
-        keys, ids = session.sample_cases()
-        metafunc.parametrize("case", keys, ids=ids)
-    elif "dataset" in metafunc.fixturenames:
-        keys, ids = session.dataset_cases()
+    if "dataset" in metafunc.fixturenames:
+        keys, ids = session_of(metafunc.config).dataset_cases()
         metafunc.parametrize("dataset", keys, ids=ids)
 
 
@@ -24,9 +21,10 @@ def test_manifest(dataset, request):
     session_of(request.config).check_dataset("test_manifest", dataset)
 
 
-def test_fidelity(case, request):
-    """The ids rebuilt from the API's text equal the golden ids, or differ only as reviewed or accepted."""
-    session_of(request.config).check_sample(case, request)
+def test_fidelity():
+    """The ids rebuilt from the API's text equal the golden ids, or differ only as reviewed or accepted.
+
+    Collected as one ``SampleItem`` per sample (collection.py), which runs the check: never called."""
 
 
 def test_vocabulary(dataset, request):

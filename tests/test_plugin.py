@@ -505,3 +505,18 @@ def test_collected_items_are_frozen_for_the_run_and_thawed_after_it(pytester):
     counts = [int(n) for n in seen.read_text().split()]
     assert len(counts) == 4 + 3 and min(counts) > 1000, counts  # the items, the modules, the tokenizer's tables
     assert gc.get_freeze_count() == 0
+
+
+def test_sample_tests_take_no_fixtures_and_keep_their_ids(pytester):
+    """Each sample is a SampleItem (no fixture request, no parameter fixture: the controlling
+    process's cost per sample), with the node id a parametrized test would have."""
+    from pytest_tokfidelity.collection import SampleItem
+
+    make_dataset(pytester.path, "K1_exact", exact_samples(2))
+    items, _ = pytester.inline_genitems("-p", "no:randomly", f"--tokfidelity-state-dir={pytester.path / 'state'}", "--tokfidelity-dataset=K1")
+    samples = [i for i in items if isinstance(i, SampleItem)]
+    assert [i.nodeid for i in samples] == [f"tokfidelity_suite.py::test_fidelity[K1_exact/s{n}]" for n in range(2)]
+    assert all(not getattr(i, "fixturenames", ()) for i in samples)
+    assert [i.name for i in items if not isinstance(i, SampleItem)] == [
+        "test_manifest[K1_exact]", "test_vocabulary[K1_exact]", "test_special_tokens[K1_exact]", "test_stop_tokens[K1_exact]",
+    ]
