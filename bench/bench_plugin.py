@@ -218,7 +218,7 @@ def judge_breakdown(dataset: Path, n: int = 500) -> str:
             f"{ms(whole - view - rebuild):.2f} ms")
 
 
-_EMPTY_SUITE = """
+_EMPTY_FUNCTIONS = """
 import os, pytest
 N = int(os.environ["BENCH_EMPTY_TESTS"])
 @pytest.mark.parametrize("case", [(0, i) for i in range(N)], ids=[f"BENCH/b{i:06d}" for i in range(N)])
@@ -226,20 +226,44 @@ def test_fidelity(case, request):
     pass
 """
 
+# The fidelity suite's samples are pytest Items that take no fixtures (pytest_tokfidelity/collection.py).
+_EMPTY_ITEMS = """
+import os, pytest
+N = int(os.environ["BENCH_EMPTY_TESTS"])
+class Sample(pytest.Item):
+    def runtest(self):
+        pass
+class Suite(pytest.File):
+    def collect(self):
+        return [Sample.from_parent(self, name=f"test_fidelity[BENCH/b{i:06d}]") for i in range(N)]
+def pytest_collect_file(parent, file_path):
+    if file_path.name == "suite.samples":
+        return Suite.from_parent(parent, path=file_path)
+"""
+
 
 def pytest_per_test(tmp: Path, n: int, extra: list[str]) -> str:
-    """pytest's own cost per test: n empty parametrized tests against n // 10, controlling process CPU."""
-    (tmp / "empty").mkdir(exist_ok=True)
-    (tmp / "empty" / "test_empty.py").write_text(_EMPTY_SUITE)
-    cpu = {}
-    for size in (n // 10, n):
-        stats = tmp / f"empty-{size}.json"
-        env = {**os.environ, "BENCH_EMPTY_TESTS": str(size)}
-        subprocess.run([sys.executable, "-c", _WRAPPER, str(stats), "-q", "-p", "no:cacheprovider", *extra, "test_empty.py"],
-                       cwd=tmp / "empty", env=env, capture_output=True, check=True)
-        cpu[size] = json.loads(stats.read_text())["cpu"]
-    per = (cpu[n] - cpu[n // 10]) / (n - n // 10)
-    return f"pytest's own cost, {n:,} empty parametrized tests: {1000 * per:.2f} ms of CPU per test ({cpu[n]:.2f} s in all)"
+    """pytest's own cost per test: n empty tests against n // 10, controlling process CPU; as
+    parametrized functions taking ``(case, request)`` and as bare items (what the suite's samples are)."""
+    out = []
+    for kind, files, target in (
+        ("parametrized functions", {"test_empty.py": _EMPTY_FUNCTIONS}, "test_empty.py"),
+        ("bare items", {"conftest.py": _EMPTY_ITEMS, "suite.samples": ""}, "suite.samples"),
+    ):
+        folder = tmp / f"empty-{kind.split()[0]}"
+        folder.mkdir(exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        cpu = {}
+        for size in (n // 10, n):
+            stats = folder / f"stats-{size}.json"
+            env = {**os.environ, "BENCH_EMPTY_TESTS": str(size)}
+            subprocess.run([sys.executable, "-c", _WRAPPER, str(stats), "-q", "-p", "no:cacheprovider", *extra, target],
+                           cwd=folder, env=env, capture_output=True, check=True)
+            cpu[size] = json.loads(stats.read_text())["cpu"]
+        per = (cpu[n] - cpu[n // 10]) / (n - n // 10)
+        out.append(f"{kind} {1000 * per:.2f} ms ({cpu[n]:.2f} s in all)")
+    return f"pytest's own cost per test, {n:,} empty tests, CPU of the controlling process: " + "; ".join(out)
 
 
 MODES = {"lone": (), "n2": ("-n", "2")}
