@@ -17,7 +17,7 @@ from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_output_ids
 from .responses import ResponseError, parse_response
 from .tokenizer import Tokenizer
-from .views import api_view
+from .views import view_turn
 
 __all__ = [
     "EXACT",
@@ -90,7 +90,7 @@ class Judge:
             if sample.response is not None:
                 response = parse_response(sample.response)
             else:
-                response = api_view(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
+                response = view_turn(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
             rebuilt = reconstruct_output_ids(response, self.profile, self.tokenizer)
         except (ResponseError, ReconstructionError) as e:
             where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"

