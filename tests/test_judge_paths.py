@@ -213,3 +213,26 @@ def test_diagnosis_offsets_answer_as_the_full_list(kimi, profile):
         for i in (len(full), -len(full) - 1):
             with pytest.raises(IndexError):
                 data.offsets[i]
+
+
+def test_verdicts_pickle_to_equal_verdicts():
+    """Verdicts travel from judging processes pickled (Verdict.__reduce__): every kind comes back equal,
+    with the same field types; an exact one as its id, line and length."""
+    import pickle
+
+    from pipeline.core.fidelity import BAD_INPUT, DIVERGENT, EXACT, POLICY, Verdict
+
+    verdicts = [
+        Verdict("a", 1, EXACT, 3371),
+        Verdict("b", 2, EXACT, 5, report="odd but exact"),
+        Verdict("c", 3, EXACT, 5, hunks_by_class={"x": 1}),
+        Verdict("d", 4, POLICY, 10, ("non-canonical-split",), 1, {"non-canonical-split": 1}),
+        Verdict("e", 5, DIVERGENT, 10, ("whitespace", "other"), 2, {"whitespace": 1, "other": 1}, ("sig", (1, 2)), "report", {"d": [1]}),
+        Verdict("", 6, BAD_INPUT, report="line 6: bad"),
+    ]
+    for v in verdicts:
+        back = pickle.loads(pickle.dumps(v))
+        assert back == v and type(back) is Verdict
+        assert [type(getattr(back, f)) for f in Verdict.__slots__] == [type(getattr(v, f)) for f in Verdict.__slots__]
+    assert verdicts[0].__reduce__()[1] == ("a", 1, 3371)  # an exact verdict: its id, line and length only
+    assert all(len(v.__reduce__()[1]) == len(Verdict.__slots__) for v in verdicts[1:])
