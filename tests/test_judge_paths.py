@@ -236,3 +236,53 @@ def test_verdicts_pickle_to_equal_verdicts():
         assert [type(getattr(back, f)) for f in Verdict.__slots__] == [type(getattr(v, f)) for f in Verdict.__slots__]
     assert verdicts[0].__reduce__()[1] == ("a", 1, 3371)  # an exact verdict: its id, line and length only
     assert all(len(v.__reduce__()[1]) == len(Verdict.__slots__) for v in verdicts[1:])
+
+
+def _texts():
+    from sglang_support.kimi_outputs import LITERAL_MARKERS
+
+    return [*TEXTS, *LITERAL_MARKERS, "", " ", "<|im_end|><|im_end|>", "<think></think>", "a\ud800b", "x" * 30_000, " " * 26_000 + "y"]
+
+
+def test_packed_encoder_gives_encode_ordinarys_ids(kimi, families):
+    """encode_ordinary_packed: the same ids as encode_ordinary, as native unsigned 32-bit ints, or None
+    (lone surrogates, Kimi's cut of long inputs); a tokenizer without one says None."""
+    from array import array
+
+    texts = _texts()
+    for tokenizer in (kimi, families["gpt-oss"][0], families["kimi-k2"][0]):
+        for text in texts:
+            packed = tokenizer.encode_ordinary_packed(text)
+            if packed is None:
+                assert "\ud800" in text or len(text) > 25_000
+            else:
+                assert array("I", bytes(packed)).tolist() == tokenizer.encode_ordinary(text), text[:40]
+    assert families["qwen3"][0].encode_ordinary_packed is None  # tokenizers' backend: lists only
+
+
+def test_reconstruct_unless_answers_as_the_comparison(kimi, profile, families):
+    """reconstruct_unless(golden, ...) is None exactly when reconstruct_output_ids(...) == golden, and
+    that reconstruction otherwise: packed or not, on golden ids that match, differ by one id, by
+    length, or hold ids no encoder gives."""
+    from pipeline.core.reconstruct import reconstruct_unless
+    from pipeline.core.responses import ApiTurn, ToolCall
+
+    texts = _texts()
+    turns = [ApiTurn(r, c, (), "stop") for r in texts[:8] for c in texts[:3]]
+    turns += [ApiTurn(texts[-1], texts[-2], (), "stop"), ApiTurn("a\ud800b", "c", (), "length"), ApiTurn(None, "", (), "stop")]
+    turns += [ApiTurn("r", "c", (ToolCall("get", '{"a": 1}', "functions.get:0"),), "tool_calls")]
+    cases = [(kimi, profile, turns)]
+    for name in ("qwen3", "gpt-oss", "kimi-k2"):
+        tokenizer, prof = families[name]
+        cases.append((tokenizer, prof, [ApiTurn("r" if prof.spec.thinking else None, t, (), "stop") for t in texts[:6]]))
+    for tokenizer, prof, cases_turns in cases:
+        for turn in cases_turns:
+            rebuilt = reconstruct_output_ids(turn, prof, tokenizer)
+            goldens = [list(rebuilt), tuple(rebuilt), rebuilt[:-1], rebuilt + [1]]
+            if rebuilt:
+                goldens += [rebuilt[:-1] + [rebuilt[-1] + 1], [-1] + rebuilt[1:], [2**32 + rebuilt[0]] + rebuilt[1:]]
+                goldens += [[True if x == 1 else x for x in rebuilt], [float(rebuilt[0])] + rebuilt[1:]]
+            for golden in goldens:
+                got = reconstruct_unless(golden, turn, prof, tokenizer)
+                assert got == (None if rebuilt == golden else rebuilt), (prof.name, turn, golden[:5])
+                assert got is None or type(got) is list

@@ -14,7 +14,7 @@ from typing import Any
 from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, Diagnosis, diagnose
 from .golden import GoldenError, GoldenSample
 from .profiles import Profile
-from .reconstruct import ReconstructionError, reconstruct_output_ids
+from .reconstruct import ReconstructionError, reconstruct_unless
 from .responses import ResponseError, parse_response
 from .tokenizer import Tokenizer
 from .views import view_turn
@@ -108,14 +108,14 @@ class Judge:
                 response = parse_response(sample.response)
             else:
                 response = view_turn(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
-            rebuilt = reconstruct_output_ids(response, self.profile, self.tokenizer)
+            rebuilt = reconstruct_unless(golden, response, self.profile, self.tokenizer)
         except (ResponseError, ReconstructionError) as e:
             where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"
             return Verdict(
                 sample.id, sample.line, BAD_INPUT, len(golden),
                 report=f"{sample.id}: line {sample.line}: field {where!r}: {e.message}",
             )
-        if rebuilt == golden:
+        if rebuilt is None:  # the reconstruction is the golden ids
             return Verdict(sample.id, sample.line, EXACT, len(golden))
         return self._diagnosed(sample, golden, rebuilt)
 

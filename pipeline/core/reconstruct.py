@@ -9,6 +9,7 @@ encoded together as the model's tokenizer sees it. It runs once per sample: no p
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from .errors import TokfidelityError
@@ -16,7 +17,7 @@ from .profiles import Profile
 from .responses import ApiTurn, parse_response
 from .tokenizer import Tokenizer
 
-__all__ = ["reconstruct_output_ids", "ReconstructionError"]
+__all__ = ["reconstruct_output_ids", "reconstruct_unless", "ReconstructionError"]
 
 
 class ReconstructionError(TokfidelityError, ValueError):
@@ -84,6 +85,22 @@ def _pieces(turn: ApiTurn, profile: Profile) -> list:
     return pieces
 
 
+def _runs(turn: ApiTurn, profile: Profile):
+    """The output as marker ids (int) and runs of text (str): adjacent pieces of text joined, empty ones dropped."""
+    text: list[str] = []
+    for piece in _pieces(turn, profile):
+        if type(piece) is str:
+            if piece:
+                text.append(piece)
+        else:
+            if text:
+                yield text[0] if len(text) == 1 else "".join(text)
+                text = []
+            yield piece
+    if text:
+        yield "".join(text)
+
+
 def reconstruct_output_ids(response: Any, profile: Profile, tokenizer: Tokenizer) -> list[int]:
     """The output ids a model emitted for ``response`` (a dict or ApiTurn), stop token included
     unless the response was cut at the length limit."""
@@ -92,20 +109,44 @@ def reconstruct_output_ids(response: Any, profile: Profile, tokenizer: Tokenizer
         return profile.spec.own_layout.reconstruct(turn, profile, tokenizer)
     encode = tokenizer.encode_ordinary
     out: list[int] = []
-    text: list[str] = []
-    for piece in _pieces(turn, profile):
-        if type(piece) is str:
-            if piece:
-                text.append(piece)
+    for run in _runs(turn, profile):
+        if type(run) is str:
+            ids = encode(run)
+            if out:
+                out += ids
+            else:  # the first run is the output so far (a new list from the encoder): no copy
+                out = ids
         else:
-            if text:
-                run = encode(text[0] if len(text) == 1 else "".join(text))
-                if out:
-                    out += run
-                else:  # the first run is the output so far (a new list from the encoder): no copy
-                    out = run
-                text.clear()
-            out.append(piece)
-    if text:
-        out += encode("".join(text))
+            out.append(run)
     return out
+
+
+_PACKS = array("I").itemsize == 4  # the packed encoders' items: native unsigned 32-bit ints
+
+
+def reconstruct_unless(golden: list[int], response: Any, profile: Profile, tokenizer: Tokenizer) -> list[int] | None:
+    """None when ``reconstruct_output_ids(response, ...)`` equals ``golden``; else that reconstruction.
+
+    The judge's question, answered without a Python int per rebuilt id where the tokenizer packs its
+    ids (``encode_ordinary_packed``): the golden ids packed the same way are compared as bytes, and
+    the list is built only when they differ."""
+    turn: ApiTurn = response if type(response) is ApiTurn else parse_response(response)
+    packed = tokenizer.encode_ordinary_packed
+    if packed is not None and _PACKS and profile.spec.own_layout is None:
+        want = array("I")
+        try:
+            want.fromlist(golden)  # (from a list: about 3/4 of array("I", golden)'s cost)
+        except (OverflowError, TypeError):  # ids no encoder gives (negative, past 32 bits, not ints), not a list
+            want = None
+        if want is not None:
+            parts = []
+            for run in _runs(turn, profile):
+                if type(run) is str:
+                    part = packed(run)
+                    parts.append(part if part is not None else array("I", tokenizer.encode_ordinary(run)))
+                else:
+                    parts.append(array("I", (run,)))
+            got = b"".join(parts)
+            return None if got == want.tobytes() else array("I", got).tolist()
+    rebuilt = reconstruct_output_ids(turn, profile, tokenizer)
+    return None if rebuilt == golden else rebuilt

@@ -46,6 +46,10 @@ class Tokenizer:
         """Encode as the model's own tokenizer does: marker text becomes its special id."""
         raise NotImplementedError
 
+    # A backend that can give encode_ordinary's ids packed (text -> a buffer of native unsigned 32-bit
+    # ints, or None for "ask encode_ordinary") defines encode_ordinary_packed; None: it cannot.
+    encode_ordinary_packed = None
+
     # -- the byte table ---------------------------------------------------------------------
     def token_bytes(self, token_id: int) -> bytes:
         """The raw bytes of one token (a special token's text, UTF-8)."""

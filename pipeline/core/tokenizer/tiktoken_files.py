@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import Tokenizer, read_json
-from .tiktoken_adapter import core_bpe, encoding_params
+from .tiktoken_adapter import core_bpe, encoding_params, packed_encoder
 
 # Kimi's pre-tokenization regex, as in its tokenization_kimi.py (see ../shared/tokenizers/README.md).
 KIMI_PAT_STR = "|".join(
@@ -58,6 +58,7 @@ class TiktokenTokenizer(Tokenizer):
             name=name, pat_str=pat_str, mergeable_ranks=mergeable_ranks, special_tokens=dict(special_tokens)
         )
         self._core = core_bpe(self._enc)  # the Rust core; the Python layer only adds checks
+        self._packed = packed_encoder(self._core)
         self._long_input_cut = long_input_cut
         self.n_vocab = self._enc.n_vocab
         self._bytes = [b""] * self.n_vocab
@@ -82,6 +83,17 @@ class TiktokenTokenizer(Tokenizer):
         for piece in pieces:
             out += self._enc.encode_ordinary(piece)
         return out
+
+    def encode_ordinary_packed(self, text: str):
+        """``encode_ordinary(text)`` as a buffer of native unsigned 32-bit ints (``array("I")``'s items),
+        without a Python int per id; None where only encode_ordinary answers (lone surrogates, Kimi's
+        cut of long inputs, any error, which encode_ordinary then raises as it always did)."""
+        if self._pieces(text) is not None:
+            return None
+        try:
+            return self._packed(text)
+        except Exception:  # noqa: BLE001 - encode_ordinary gives the answer, or its own error
+            return None
 
     def encode_ordinary_batch(self, texts):
         if self._long_input_cut and any(len(t) > KIMI_MAX_RUN_CHARS for t in texts):
