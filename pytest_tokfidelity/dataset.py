@@ -168,6 +168,7 @@ class DatasetRun:
         if judge is None:  # the sample tests say why, without asking for a verdict
             return judged
         index, fd, tokenizer, profile = self.index, self.fd, judge.tokenizer, judge.profile
+        stops = profile.stop_ids
         verdicts = judged.verdicts
         for p in positions:
             try:
@@ -186,7 +187,9 @@ class DatasetRun:
                             # (a negative id decodes, through Python's indexing, as a token from the end).
                             if isinstance(verdict, BaseException) or verdict.kind != BAD_INPUT:
                                 verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{index.path}: {problems[0]}")
-                    judged.stops += [(sample.line, p) for p in stop_token_problems(one, profile, tokenizer)]
+                    ids = sample.output_ids
+                    if sample.finish_reason == "stop" and (not ids or ids[-1] not in stops):  # what the check looks for
+                        judged.stops += [(sample.line, p) for p in stop_token_problems(one, profile, tokenizer)]
                     judged.noted.append(p)
             except Exception as e:  # noqa: BLE001
                 verdict = e
