@@ -26,7 +26,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.responses import parse_response
 from pipeline.core.tokenizer import load_tokenizer
-from pipeline.core.views import ViewError, _decode, api_view, view_turn
+from pipeline.core.views import ViewError, _decode, api_view, view_turn, view_turn_and_bytes
 from sglang_support.kimi_outputs import ARGUMENTS, EMOJI, TEXTS, kimi_ids
 
 PATH = Path("golden/X/samples.jsonl")
@@ -61,6 +61,10 @@ def _check_same(ids, profile, tokenizer, views=None):
             assert _outcome(view_turn, ids, finish, profile, tokenizer, view) == _outcome(
                 _long_way, ids, finish, profile, tokenizer, view
             ), (view, finish, ids[-8:])
+        outcome = _outcome(view_turn_and_bytes, ids, "stop", profile, tokenizer, view)
+        if outcome[0] == "ok":  # the bytes handed to a diagnosis: all the ids', where the view decoded them whole
+            data = outcome[1][1]
+            assert data == (None if view == "vllm-spaces" else tokenizer.decode_bytes(ids))
 
 
 @pytest.fixture(scope="module")
@@ -129,9 +133,10 @@ def test_trimmed_decode_is_the_decode_of_all_but_the_last(kimi, profile, familie
     for tokenizer, prof in [(kimi, profile), *families.values()]:
         for _ in range(200):
             ids = _random_ids(rng, tokenizer, prof, rng.randrange(1, 30))
-            assert _decode(ids, True, tokenizer) == tokenizer.decode(ids[:-1])
-            assert _decode(ids, False, tokenizer) == tokenizer.decode(ids)
-            assert _decode(tuple(ids), True, tokenizer) == tokenizer.decode(ids[:-1])
+            data = tokenizer.decode_bytes(ids)
+            assert _decode(ids, True, tokenizer) == (tokenizer.decode(ids[:-1]), data)
+            assert _decode(ids, False, tokenizer) == (tokenizer.decode(ids), data)
+            assert _decode(tuple(ids), True, tokenizer) == (tokenizer.decode(ids[:-1]), data)
 
 
 class _Color(enum.IntEnum):
@@ -286,3 +291,19 @@ def test_reconstruct_unless_answers_as_the_comparison(kimi, profile, families):
                 got = reconstruct_unless(golden, turn, prof, tokenizer)
                 assert got == (None if rebuilt == golden else rebuilt), (prof.name, turn, golden[:5])
                 assert got is None or type(got) is list
+
+
+def test_diagnosis_with_the_views_bytes_is_the_same(kimi, profile):
+    """diagnose(golden_bytes=...) (the judge hands over the bytes its view decoded) answers as diagnose
+    decoding them itself."""
+    from pipeline.core.diagnose import diagnose
+
+    rng = random.Random(5)
+    for _ in range(30):
+        golden = _random_ids(rng, kimi, profile, rng.randrange(2, 80))
+        rebuilt = list(golden)
+        for _ in range(rng.randrange(1, 4)):
+            rebuilt[rng.randrange(len(rebuilt))] = rng.randrange(kimi.n_vocab - 2000)
+        a = diagnose(golden, rebuilt, kimi, profile=profile, finish_reason="stop")
+        b = diagnose(golden, rebuilt, kimi, profile=profile, finish_reason="stop", golden_bytes=kimi.decode_bytes(golden))
+        assert (a.render(), a.signature(), a.hunks, a.texts_identical) == (b.render(), b.signature(), b.hunks, b.texts_identical)

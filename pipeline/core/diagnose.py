@@ -442,9 +442,9 @@ class _Bytes:
 
     __slots__ = ("ids", "data", "offsets")
 
-    def __init__(self, ids: Sequence[int], tokenizer: Tokenizer):
+    def __init__(self, ids: Sequence[int], tokenizer: Tokenizer, data: bytes | None = None):
         self.ids = ids
-        self.data = tokenizer.decode_bytes(ids)  # each token's bytes, joined
+        self.data = tokenizer.decode_bytes(ids) if data is None else data  # each token's bytes, joined
         self.offsets = _Offsets(ids, len(self.data), tokenizer)
 
     def span(self, start: int, end: int) -> bytes:
@@ -543,10 +543,10 @@ def _strip_ws(text: str) -> str:
 class _Context:
     """What classification needs besides the hunk: built once per diagnosis."""
 
-    def __init__(self, golden, recon, tokenizer, profile, finish_reason):
+    def __init__(self, golden, recon, tokenizer, profile, finish_reason, golden_bytes=None):
         self.golden = golden
         self.recon = recon
-        self.gbytes = _Bytes(golden, tokenizer)
+        self.gbytes = _Bytes(golden, tokenizer, golden_bytes)
         self.rbytes = _Bytes(recon, tokenizer)
         self.specials = tokenizer.special_ids | (profile.marker_ids if profile is not None else frozenset())
         self.tokenizer = tokenizer
@@ -739,12 +739,14 @@ def diagnose(
     *,
     profile: Profile | None = None,
     finish_reason: str | None = None,
+    golden_bytes: bytes | None = None,
 ) -> Diagnosis:
     """Every divergent hunk between golden and reconstructed ids, classified, with a report.
 
     ``profile`` gives regions (tool-call ids and arguments) and the stop id; ``finish_reason``
     ("stop" | "length" | "tool_calls") says whether the golden output was cut at the length limit
-    (when None: cut if it does not end with a stop token)."""
+    (when None: cut if it does not end with a stop token). ``golden_bytes``: ``tokenizer.decode_bytes(golden_ids)``
+    when the caller has it already (the judge's view decoded them)."""
     golden = list(golden_ids)
     recon = list(reconstructed_ids)
     token_text = tokenizer.token_text
@@ -752,7 +754,7 @@ def diagnose(
         return Diagnosis(len(golden), len(recon), [], True, tokenizer_name=tokenizer.name,
                          golden_ids=golden, recon_ids=recon, token_text=token_text)
 
-    ctx = _Context(golden, recon, tokenizer, profile, finish_reason)
+    ctx = _Context(golden, recon, tokenizer, profile, finish_reason, golden_bytes)
     blocks = divergent_blocks(golden, recon)
     blocks = _merge_byte_neighbours(blocks, ctx.gbytes, ctx.rbytes)
     blocks = [piece for blk in blocks for piece in _peel_specials(blk, golden, recon, ctx.specials)]

@@ -17,7 +17,7 @@ from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_unless
 from .responses import ResponseError, parse_response
 from .tokenizer import Tokenizer
-from .views import view_turn
+from .views import view_turn_and_bytes
 
 __all__ = [
     "EXACT",
@@ -103,11 +103,12 @@ class Judge:
         if isinstance(sample, GoldenError):
             return Verdict("", sample.line, BAD_INPUT, report=str(sample))
         golden = sample.output_ids
+        golden_bytes = None  # the golden ids' bytes, when the view decoded them: a diagnosis reuses them
         try:
             if sample.response is not None:
                 response = parse_response(sample.response)
             else:
-                response = view_turn(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
+                response, golden_bytes = view_turn_and_bytes(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
             rebuilt = reconstruct_unless(golden, response, self.profile, self.tokenizer)
         except (ResponseError, ReconstructionError) as e:
             where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"
@@ -117,10 +118,14 @@ class Judge:
             )
         if rebuilt is None:  # the reconstruction is the golden ids
             return Verdict(sample.id, sample.line, EXACT, len(golden))
-        return self._diagnosed(sample, golden, rebuilt)
+        return self._diagnosed(sample, golden, rebuilt, golden_bytes)
 
-    def _diagnosed(self, sample: GoldenSample, golden: Sequence[int], rebuilt: Sequence[int]) -> Verdict:
-        diagnosis = diagnose(golden, rebuilt, self.tokenizer, profile=self.profile, finish_reason=sample.finish_reason)
+    def _diagnosed(
+        self, sample: GoldenSample, golden: Sequence[int], rebuilt: Sequence[int], golden_bytes: bytes | None = None
+    ) -> Verdict:
+        diagnosis = diagnose(
+            golden, rebuilt, self.tokenizer, profile=self.profile, finish_reason=sample.finish_reason, golden_bytes=golden_bytes
+        )
         by_class: dict[str, int] = {}
         for hunk in diagnosis.hunks:
             by_class[hunk.cls] = by_class.get(hunk.cls, 0) + 1

@@ -41,7 +41,7 @@ from .profiles import Profile
 from .responses import ApiTurn, ToolCall, normalize_finish_reason, parse_response
 from .tokenizer import Tokenizer
 
-__all__ = ["VIEWS", "api_view", "view_turn", "ViewError"]
+__all__ = ["VIEWS", "api_view", "view_turn", "view_turn_and_bytes", "ViewError"]
 
 VIEWS = VIEW_NAMES  # every view name (pipeline.core.names); each profile lists those it has
 
@@ -157,7 +157,7 @@ def api_view(
     has ``reasoning`` (None when empty), ``content`` (a string, "" when empty), ``tool_calls``
     (None when there are none) and ``finish_reason``: "length" when cut, else "tool_calls" when
     calls were parsed, else "stop"."""
-    parsed = _parsed(output_ids, finish_reason, profile, tokenizer, view)
+    parsed = _parsed(output_ids, finish_reason, profile, tokenizer, view)[0]
     if type(parsed) is dict:  # a family's own parser answered the response itself
         return parsed
     reasoning, content, calls, finish = parsed
@@ -173,16 +173,25 @@ def view_turn(
 ) -> ApiTurn:
     """``parse_response(api_view(...))``: the turn reconstruction reads from the view's response,
     without building the response between (the judge's per-sample path)."""
-    parsed = _parsed(output_ids, finish_reason, profile, tokenizer, view)
+    return view_turn_and_bytes(output_ids, finish_reason, profile, tokenizer, view)[0]
+
+
+def view_turn_and_bytes(
+    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = "sglang"
+) -> tuple[ApiTurn, bytes | None]:
+    """``view_turn``, and ``tokenizer.decode_bytes(output_ids)`` when the view decoded all the ids at
+    once (None otherwise): a diagnosis of the sample takes them instead of decoding again."""
+    parsed, data = _parsed(output_ids, finish_reason, profile, tokenizer, view)
     if type(parsed) is dict:  # a family's parser: its response is read as any response is
-        return parse_response(parsed)
+        return parse_response(parsed), data
     reasoning, content, calls, finish = parsed
-    return ApiTurn(reasoning, content, tuple([ToolCall(name, arguments, call_id) for name, arguments, call_id in calls]), finish)
+    calls = tuple([ToolCall(name, arguments, call_id) for name, arguments, call_id in calls])
+    return ApiTurn(reasoning, content, calls, finish), data
 
 
 def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str):
-    """The view of these ids as (reasoning or None, content, [(name, arguments, id)], finish_reason),
-    or, from a family's own parser, the response dict itself."""
+    """(the view of these ids as (reasoning or None, content, [(name, arguments, id)], finish_reason),
+    or, from a family's own parser, the response dict itself; the bytes of all the ids, or None)."""
     if view not in profile.spec.views:
         if view not in VIEWS:
             raise ViewError(f"unknown api view {view!r}; known views: {', '.join(VIEWS)}")
@@ -192,12 +201,13 @@ def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tok
     # the matched stop is trimmed from the text
     trim = bool(ids) and ids[-1] in profile.stop_ids and ids[-1] not in profile.kept_stop_ids
     if profile.spec.parse_text is not None:
-        return _family_view(_decode(ids, trim, tokenizer), cut, profile)
+        text, data = _decode(ids, trim, tokenizer)
+        return _family_view(text, cut, profile), data
     parser = _parser_for(profile)
     if view == "vllm-spaces":
-        text = _decode_with_spaces(ids[:-1] if trim else ids, tokenizer, parser.leading_space)
+        text, data = _decode_with_spaces(ids[:-1] if trim else ids, tokenizer, parser.leading_space), None
     else:
-        text = _decode(ids, trim, tokenizer)
+        text, data = _decode(ids, trim, tokenizer)
 
     reasoning = None
     if parser.think_end is not None:
@@ -205,15 +215,16 @@ def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tok
         if view == "sglang-legacy":
             reasoning, text = reasoning.strip(), text.strip()
     content, calls = _split_tool_calls(text, parser) if parser.call_regex is not None else (text, [])
-    return reasoning or None, content, calls, "length" if cut else ("tool_calls" if calls else "stop")
+    return (reasoning or None, content, calls, "length" if cut else ("tool_calls" if calls else "stop")), data
 
 
-def _decode(ids: Sequence[int], trim: bool, tokenizer: Tokenizer) -> str:
-    """``tokenizer.decode(ids[:-1] if trim else ids)`` without copying the ids: decoding is the
-    concatenation of each token's bytes, so the last token's bytes are cut off the whole's."""
-    if not trim:
-        return tokenizer.decode(ids)
-    if type(tokenizer).decode is not Tokenizer.decode:  # a tokenizer with a decode of its own gets the ids
-        return tokenizer.decode(ids[:-1])
+def _decode(ids: Sequence[int], trim: bool, tokenizer: Tokenizer) -> tuple[str, bytes | None]:
+    """(``tokenizer.decode(ids[:-1] if trim else ids)``, ``tokenizer.decode_bytes(ids)`` or None).
+
+    Without copying the ids: decoding is the concatenation of each token's bytes, so the last
+    token's bytes are cut off the whole's (a tokenizer with a decode of its own gets the ids)."""
+    if type(tokenizer).decode is not Tokenizer.decode:
+        return tokenizer.decode(ids[:-1] if trim else ids), None
     data = tokenizer.decode_bytes(ids)
-    return data[: len(data) - len(tokenizer.decode_bytes(ids[-1:]))].decode("utf-8", errors="replace")
+    text = data[: len(data) - len(tokenizer.decode_bytes(ids[-1:]))] if trim else data
+    return text.decode("utf-8", errors="replace"), data
