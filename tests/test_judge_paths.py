@@ -70,7 +70,8 @@ def _check_same(ids, profile, tokenizer, views=None):
 @pytest.fixture(scope="module")
 def families():
     out = {}
-    for spec, tokenizer in (("qwen3", "qwen3"), ("deepseek-v3", "deepseek-v3"), ("chatml", "qwen3"), ("gpt-oss", "o200k_harmony"), ("kimi-k2", "kimi-k2")):
+    pairs = (("qwen3", "qwen3"), ("deepseek-v3", "deepseek-v3"), ("chatml", "qwen3"), ("gpt-oss", "o200k_harmony"), ("kimi-k2", "kimi-k2"))
+    for spec, tokenizer in pairs:
         tok = load_tokenizer(tokenizer)
         out[spec] = (tok, bind_profile(spec, tok))
     return out

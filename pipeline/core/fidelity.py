@@ -108,7 +108,9 @@ class Judge:
             if sample.response is not None:
                 response = parse_response(sample.response)
             else:
-                response, golden_bytes = view_turn_and_bytes(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
+                response, golden_bytes = view_turn_and_bytes(
+                    golden, sample.finish_reason, self.profile, self.tokenizer, self.view
+                )
             rebuilt = reconstruct_unless(golden, response, self.profile, self.tokenizer)
         except (ResponseError, ReconstructionError) as e:
             where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"
@@ -165,7 +167,8 @@ def stop_token_problems(samples: Iterable[GoldenSample], profile: Profile, token
     problems = []
     for s in samples:
         if s.finish_reason == "stop" and (not s.output_ids or s.output_ids[-1] not in stops):
-            expected = " or ".join(f"{i} {t!r}" for i, t in zip(stops, profile.spec.stop_texts))  # built for a problem only: this runs per sample
+            # (built for a problem only: this runs on every judged sample)
+            expected = " or ".join(f"{i} {t!r}" for i, t in zip(stops, profile.spec.stop_texts))
             last = s.output_ids[-1] if s.output_ids else None
             found = "no ids" if last is None else f"{last} {tokenizer.token_text(last)!r}" if tokenizer.is_valid_id(last) else str(last)
             problems.append(f"line {s.line} ({s.id}): finish_reason stop but the last id is {found}, not {expected}")
