@@ -289,9 +289,35 @@ def test_reconstruct_unless_answers_as_the_comparison(kimi, profile, families):
                 goldens += [rebuilt[:-1] + [rebuilt[-1] + 1], [-1] + rebuilt[1:], [2**32 + rebuilt[0]] + rebuilt[1:]]
                 goldens += [[True if x == 1 else x for x in rebuilt], [float(rebuilt[0])] + rebuilt[1:]]
             for golden in goldens:
-                got = reconstruct_unless(golden, turn, prof, tokenizer)
-                assert got == (None if rebuilt == golden else rebuilt), (prof.name, turn, golden[:5])
-                assert got is None or type(got) is list
+                for packed in (True, False):
+                    got = reconstruct_unless(golden, turn, prof, tokenizer, packed=packed)
+                    assert got == (None if rebuilt == golden else rebuilt), (prof.name, turn, golden[:5], packed)
+                    assert got is None or type(got) is list
+
+
+def test_judge_leaves_the_packed_comparison_when_most_samples_differ(kimi, profile):
+    """The judge compares packed while at most 60% of its samples so far have differed, else the
+    lists; the verdicts are the same either way."""
+    from pipeline.core import fidelity
+    from pipeline.core.fidelity import Judge
+    from pipeline.core.golden import GoldenSample
+
+    calls = []
+    real = fidelity.reconstruct_unless
+    fidelity.reconstruct_unless = lambda *a, **k: calls.append(k["packed"]) or real(*a, **k)
+    try:
+        judge = Judge(profile, kimi, "sglang", {"non-canonical-split": 1.0})
+        exact = kimi_ids(kimi, profile, "reasoning", "content")
+        split = list(exact)
+        at = exact.index(profile.ids["think_end"]) + 1  # "content", written as "c" + "ontent": a non-canonical split
+        split[at : at + 1] = kimi.encode_ordinary("c") + kimi.encode_ordinary("ontent")
+        samples = [GoldenSample("s", ids, "stop", 1) for ids in [split] * 4 + [exact] * 4]
+        kinds = [judge(s).kind for s in samples]
+    finally:
+        fidelity.reconstruct_unless = real
+    assert kinds == ["policy"] * 4 + ["exact"] * 4
+    assert calls == [True, False, False, False, False, False, False, True]  # 4 of 7 differed: packed again
+    assert [Judge(profile, kimi, "sglang", {"non-canonical-split": 1.0})(s).kind for s in samples] == kinds
 
 
 def test_diagnosis_with_the_views_bytes_is_the_same(kimi, profile):

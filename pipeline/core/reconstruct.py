@@ -124,14 +124,17 @@ def reconstruct_output_ids(response: Any, profile: Profile, tokenizer: Tokenizer
 _PACKS = array("I").itemsize == 4  # the packed encoders' items: native unsigned 32-bit ints
 
 
-def reconstruct_unless(golden: list[int], response: Any, profile: Profile, tokenizer: Tokenizer) -> list[int] | None:
+def reconstruct_unless(
+    golden: list[int], response: Any, profile: Profile, tokenizer: Tokenizer, packed: bool = True
+) -> list[int] | None:
     """None when ``reconstruct_output_ids(response, ...)`` equals ``golden``; else that reconstruction.
 
-    The judge's question, answered without a Python int per rebuilt id where the tokenizer packs its
-    ids (``encode_ordinary_packed``): the golden ids packed the same way are compared as bytes, and
-    the list is built only when they differ."""
+    The judge's question, answered (``packed``) without a Python int per rebuilt id where the
+    tokenizer packs its ids (``encode_ordinary_packed``): the golden ids packed the same way are
+    compared as bytes, and the list is built only when they differ (packing the golden ids is then
+    wasted: a caller that expects most samples to differ says ``packed=False``)."""
     turn: ApiTurn = response if type(response) is ApiTurn else parse_response(response)
-    packed = tokenizer.encode_ordinary_packed
+    packed = tokenizer.encode_ordinary_packed if packed else None
     if packed is not None and _PACKS and profile.spec.own_layout is None:
         want = array("I")
         try:
