@@ -134,7 +134,7 @@ def reconstruct_unless(
     compared as bytes, and the list is built only when they differ (packing the golden ids is then
     wasted: a caller that expects most samples to differ says ``packed=False``)."""
     turn: ApiTurn = response if type(response) is ApiTurn else parse_response(response)
-    packed = tokenizer.encode_ordinary_packed if packed else None
+    packed = getattr(tokenizer, "encode_ordinary_packed", None) if packed else None  # (a tokenizer-like object may have none)
     if packed is not None and _PACKS and profile.spec.own_layout is None:
         want = array("I")
         try:
