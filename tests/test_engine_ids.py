@@ -170,3 +170,11 @@ def test_golden_from_generations_gives_the_suite_the_same_responses(tmp_path, go
 def test_golden_from_refuses_a_folder_that_is_not_a_generate_run(tmp_path, capsys):
     assert main(["golden-from", "--generations", str(tmp_path), "--dataset", "X", "--out", str(tmp_path / "g")]) == 2
     assert "not a `tokfidelity generate` output folder" in capsys.readouterr().err
+
+
+def test_golden_from_writes_samples_in_the_natural_order_of_their_ids():
+    """generate writes records as responses arrive; golden-from's files must not depend on that."""
+    from pipeline.stages.engine_golden import _natural
+
+    ids = ["p10", "p2", "q", "p1", "p0²", "p01", "p"]
+    assert sorted(ids, key=_natural) == ["p", "p0²", "p01", "p1", "p2", "p10", "q"]

@@ -6,12 +6,17 @@ and writes the records that carry the engine's ids (``ids_source: "engine"``, ch
 engine's, ``prompt_ids`` the server's, and ``response`` the message text the server sent, so the
 fidelity suite judges exactly the response ``generate`` judged. Other records are counted, not
 written. The manifest names the generate run as its source.
+
+``generate`` writes records as their responses arrive, so their order changes from run to run;
+the samples are written in the natural order of their ids (``p2`` before ``p10``), so that the
+same generations always give the same golden files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +32,12 @@ class EngineGoldenResult:
     dataset_dir: Path
     written: int
     left_out: int  # records without engine ids, or with a check that leaves their ids unproven
+
+
+def _natural(sample_id) -> tuple[list, str]:
+    """``p2`` before ``p10``: digit runs compare as numbers, the rest as text; ties (``p1``, ``p01``) by the id itself."""
+    text = str(sample_id)
+    return [(0, int(part), "") if part.isdecimal() else (1, 0, part) for part in re.split(r"(\d+)", text)], text
 
 
 def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.PathLike | str, name: str | None = None,
@@ -59,5 +70,6 @@ def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.Pat
         "max_known_divergence_rate": max_known_divergence_rate,
         "samples": len(samples),
     }
+    samples.sort(key=lambda s: _natural(s["id"]))
     write_dataset(dataset_dir, manifest, samples)
     return EngineGoldenResult(dataset_dir, len(samples), left_out)
