@@ -11,7 +11,7 @@ The garbage collector: a 40,000-sample suite holds a few hundred thousand long-l
 collection during the run and several times more at exit (at 6,000 samples about 0.4 s and
 0.5 s of the controlling process, growing with the suite: bench/bench_plugin.py). So they are
 frozen (``gc.freeze``, the standard library's way to mark objects as permanent) once collected,
-and unfrozen when the plugin is unconfigured, so that a run inside a longer-lived process
+and unfrozen by the last of pytest's cleanups, so that a run inside a longer-lived process
 (pytester) leaves nothing behind; at interpreter exit what is left is frozen again, since
 nothing is collected any more, only torn down (Python does not promise to finalize objects
 still alive at exit; every file the plugin writes is closed long before).
@@ -44,6 +44,12 @@ WORKER_TOKENIZERS_KEY = "tokfidelity_tokenizers"  # per dataset: the tokenizer f
 WORKER_PINS_KEY = "tokfidelity_pins"  # per dataset: the hashes of what a worker read
 
 
+def _thaw() -> None:
+    gc.unfreeze()
+    atexit.unregister(gc.freeze)  # once per process, however many runs it holds
+    atexit.register(gc.freeze)
+
+
 def session_of(config: pytest.Config) -> "FidelitySession":
     return config.pluginmanager.get_plugin(PLUGIN_NAME)
 
@@ -53,6 +59,9 @@ class FidelitySession:
 
     def __init__(self, config: pytest.Config, names: list[str], golden_dir: Path, judges: int | None = None):
         self.config = config
+        # Thawed by the last of pytest's cleanups: after pytest's own final collections (which would
+        # walk the whole heap again), since this plugin's configure runs before theirs registers them.
+        config.add_cleanup(_thaw)
         self.golden_dir = golden_dir
         opt = config.option
         self.sample_limit: int | None = opt.tokfidelity_sample
@@ -134,12 +143,6 @@ class FidelitySession:
         self.checks.check_dataset(name, dataset)
 
     # -- hooks: every process ---------------------------------------------------------------------
-    @pytest.hookimpl(trylast=True)
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        gc.unfreeze()
-        atexit.unregister(gc.freeze)  # once per process, however many runs it holds
-        atexit.register(gc.freeze)
-
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.prefetcher.close()
