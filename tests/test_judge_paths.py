@@ -1,6 +1,6 @@
 """The judge's per-sample shortcuts answer exactly what the long way answers.
 
-* ``view_turn`` is ``parse_response(api_view(...))`` without the response between: same turn, or
+* ``view_turn_and_bytes`` gives ``parse_response(api_view(...))`` without the response between: same turn, or
   the same error, for every profile and view, on real and random ids (partial UTF-8, markers,
   stop tokens trimmed or kept, cut outputs).
 * The trimmed decode inside the views (the last token's bytes cut off the whole's) is the decode
@@ -26,7 +26,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.responses import parse_response
 from pipeline.core.tokenizer import load_tokenizer
-from pipeline.core.views import ViewError, _decode, api_view, view_turn, view_turn_and_bytes
+from pipeline.core.views import ViewError, _decode, api_view, view_turn_and_bytes
 from sglang_support.kimi_outputs import ARGUMENTS, EMOJI, TEXTS, kimi_ids
 
 PATH = Path("golden/X/samples.jsonl")
@@ -37,6 +37,11 @@ def _outcome(f, *args):
         return "ok", f(*args)
     except Exception as e:  # noqa: BLE001 - the same error is part of the answer
         return "error", type(e).__name__, str(e)
+
+
+def view_turn(ids, finish, profile, tokenizer, view="sglang"):
+    """The judge's turn for these ids (view_turn_and_bytes without the bytes)."""
+    return view_turn_and_bytes(ids, finish, profile, tokenizer, view)[0]
 
 
 def _long_way(ids, finish, profile, tokenizer, view):

@@ -41,7 +41,7 @@ from .profiles import Profile
 from .responses import ApiTurn, ToolCall, normalize_finish_reason, parse_response
 from .tokenizer import Tokenizer
 
-__all__ = ["VIEWS", "api_view", "view_turn", "view_turn_and_bytes", "ViewError"]
+__all__ = ["VIEWS", "api_view", "view_turn_and_bytes", "ViewError"]
 
 VIEWS = VIEW_NAMES  # every view name (pipeline.core.names); each profile lists those it has
 
@@ -168,19 +168,13 @@ def api_view(
     return {"reasoning": reasoning, "content": content, "tool_calls": tool_calls or None, "finish_reason": finish}
 
 
-def view_turn(
-    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = "sglang"
-) -> ApiTurn:
-    """``parse_response(api_view(...))``: the turn reconstruction reads from the view's response,
-    without building the response between (the judge's per-sample path)."""
-    return view_turn_and_bytes(output_ids, finish_reason, profile, tokenizer, view)[0]
-
-
 def view_turn_and_bytes(
     output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = "sglang"
 ) -> tuple[ApiTurn, bytes | None]:
-    """``view_turn``, and ``tokenizer.decode_bytes(output_ids)`` when the view decoded all the ids at
-    once (None otherwise): a diagnosis of the sample takes them instead of decoding again."""
+    """``parse_response(api_view(...))``, the turn reconstruction reads, without building the response
+    between (the judge's per-sample path); and ``tokenizer.decode_bytes(output_ids)`` when the view
+    decoded all the ids at once (None otherwise): a diagnosis of the sample takes them instead of
+    decoding again."""
     parsed, data = _parsed(output_ids, finish_reason, profile, tokenizer, view)
     if type(parsed) is dict:  # a family's parser: its response is read as any response is
         return parse_response(parsed), data
