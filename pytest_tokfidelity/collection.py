@@ -48,6 +48,7 @@ class SampleItem(pytest.Item):
     def __init__(self, *, case: tuple[int, int], **kwargs: Any):
         super().__init__(**kwargs)
         self.case = case
+        self.verdict = None  # set when protocol.py fetched the verdict and left the test to pytest
 
     @property
     def obj(self):
@@ -61,7 +62,8 @@ class SampleItem(pytest.Item):
         session_of(self.config).check_sample(self.case, self)
 
     def reportinfo(self):
-        return self.path, None, self.name
+        # line 0, not None: pytest needs a line where a mark skips the item (its skip report points there)
+        return self.path, 0, self.name
 
 
 def sample_items(collector: pytest.Module, cases: list[tuple[int, int]], ids: list[str]) -> list[SampleItem]:

@@ -33,6 +33,7 @@ from .checks import Checks
 from .collection import SAMPLE_TEST, dataset_cases, sample_cases, sample_items, suite_items, suite_params, tag
 from .dataset import DatasetRun
 from .judges import LoneOrder, Prefetcher, XdistOrder
+from .protocol import PlainPasses
 from .sharding import shard_option
 
 __all__ = ["FidelitySession", "session_of", "PLUGIN_NAME", "WORKER_OUTPUT_KEY", "WORKER_TOKENIZERS_KEY", "WORKER_PINS_KEY"]
@@ -77,6 +78,7 @@ class FidelitySession:
         self.judges = judges or max(1, min(4, (os.cpu_count() or 1) // workers))
         self.prefetcher = Prefetcher(self.datasets, LoneOrder(), self.judges, may_fork=not self.is_worker)
         self.checks = Checks(self)
+        self.plain_passes = PlainPasses(self)
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
         self.results = None  # the ResultsRecorder (results.py) when --tokfidelity-report is given
         self.shard = shard_option(config)  # --tokfidelity-shard=I/N (None: whole datasets)
@@ -141,6 +143,11 @@ class FidelitySession:
 
     def check_dataset(self, name: str, dataset: int) -> None:
         self.checks.check_dataset(name, dataset)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """An exact sample is reported directly (protocol.py says why and when); any other test: None."""
+        return self.plain_passes.run(item, nextitem)
 
     # -- hooks: every process ---------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
