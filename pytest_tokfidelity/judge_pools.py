@@ -1,15 +1,16 @@
 """Where judging runs: processes forked from a lone pytest, or threads.
 
 Both pools take ``submit(dataset, positions)`` and give back an object whose ``result()`` is the
-``Judged`` chunk (``eager``: sent to a judging process at once, not when one has room). Judging is mostly Python work around the tokenizer's encode, so threads share the
-GIL with pytest's own per-test work; on 2 cores, 2,000 samples took about 4.0 s on threads and
-2.8-3.0 s in processes (bench/bench_plugin.py). A lone, single-threaded pytest on Linux therefore
-forks judging processes (after the tokenizer is loaded, so they share it); otherwise threads.
+``Judged`` chunk (``eager``: sent to a judging process at once, not when one has room). Judging is
+mostly Python work around the tokenizer's encode, so threads share the GIL with pytest's own
+per-test work; on 2 cores, 2,000 samples took about 4.0 s on threads and 2.8-3.0 s in processes
+(bench/bench_plugin.py). A lone, single-threaded pytest on Linux therefore forks judging processes
+(after the tokenizer is loaded, so they share it); otherwise threads.
 
 A forked judge holds its datasets in the closure it was forked with (no module state), reads
-requests from a pipe and answers on another, in order. It dies with its parent: the kernel kills
-it when the parent dies (``PR_SET_PDEATHSIG``), and it ends when its request pipe closes. A judge
-that dies is reported as ``JudgeDied`` by the result it owed.
+requests from a pipe and answers on another, in order, each answer framed by its length. It dies
+with its parent: the kernel kills it when the parent dies (``PR_SET_PDEATHSIG``), and it ends when
+its request pipe closes. A judge that dies is reported as ``JudgeDied`` by the result it owed.
 """
 
 from __future__ import annotations
@@ -158,18 +159,15 @@ def _read_frame(fd: int) -> bytes:
 
 def _read_exactly(fd: int, n: int) -> bytes:
     data = os.read(fd, n)
-    if len(data) == n:
+    if len(data) == n:  # nearly always: the judge wrote the whole frame at once
         return data
-    parts = [data]
-    got = len(data)
+    parts, got = [data], len(data)
     while got < n:
+        data = os.read(fd, n - got)
         if not data:
             raise EOFError
-        data = os.read(fd, n - got)
         parts.append(data)
         got += len(data)
-    if not data:
-        raise EOFError
     return b"".join(parts)
 
 

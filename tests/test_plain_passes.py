@@ -18,11 +18,11 @@ REPORTS = []
 def pytest_runtest_logreport(report):
     REPORTS.append((report.nodeid, report.when, report.outcome, report.location, sorted(report.keywords), report.user_properties))
 def pytest_sessionfinish(session):
-    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller sees every report
+    worker = session.config.workerinput["workerid"] if hasattr(session.config, "workerinput") else "main"
+    if worker == "main":  # the controller sees every report
         with open(os.path.join(os.environ["PROBE_DIR"], "reports.json"), "w") as f:
             json.dump(REPORTS, f)
     plugin = session.config.pluginmanager.get_plugin("tokfidelity-session")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(os.path.join(os.environ["PROBE_DIR"], f"reported-{worker}"), "w") as f:
         f.write(str(plugin.plain_passes.reported))
 """
