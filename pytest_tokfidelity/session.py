@@ -19,7 +19,8 @@ keeps for its summary (three a test, in the terminal reporter) pile up the same 
 samples Python's full collections walked them 15 times, 2.4 s of the controlling process, and
 pytest's own two collections at the end 0.6 s more. So what has piled up is frozen again every
 ``FREEZE_EVERY`` tests; cycles made by the run are then kept until the thaw (a passing sample
-makes none).
+makes none). While the items are made, the collector is off (at 40,000 samples it walked the
+growing heap 4 times then, 0.4 s).
 """
 
 from __future__ import annotations
@@ -111,7 +112,13 @@ class FidelitySession:
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         if not self.is_worker and not self.config.option.collectonly:  # judges start while pytest collects
             self.prefetcher.warm_up(self.sample_cases()[0])
-        items[:0] = suite_items(session)
+        collecting = gc.isenabled()
+        gc.disable()  # no collection walks the items while they are made (they are frozen once made)
+        try:
+            items[:0] = suite_items(session)
+        finally:
+            if collecting:
+                gc.enable()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for ds in self.datasets:
