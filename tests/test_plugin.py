@@ -505,6 +505,29 @@ def test_collected_items_are_frozen_for_the_run_and_thawed_after_it(pytester):
     counts = [int(n) for n in seen.read_text().split()]
     assert len(counts) == 4 + 3 and min(counts) > 1000, counts  # the items, the modules, the tokenizer's tables
     assert gc.get_freeze_count() == 0
+    assert gc.isenabled()  # it is off only while the items are made
+
+
+def test_what_the_run_keeps_is_frozen_as_it_piles_up(pytester, monkeypatch):
+    """pytest's reports pile up for its summary; every FREEZE_EVERY tests they are frozen too."""
+    import gc
+    import importlib
+
+    # from sys.modules, as the run will import it (an earlier in-process run may have left the
+    # package an attribute pointing to a module it then dropped)
+    session = importlib.import_module("pytest_tokfidelity.session")
+    monkeypatch.setattr(session, "FREEZE_EVERY", 2)
+    make_dataset(pytester.path, "K1_exact", exact_samples(6))
+    seen = pytester.path / "frozen.txt"
+    pytester.syspathinsert()
+    probe = f"import gc\ndef pytest_runtest_logfinish():\n    open({str(seen)!r}, 'a').write(f'{{gc.get_freeze_count()}}\\n')\n"
+    pytester.makepyfile(freeze_probe=probe)
+    run(pytester, "-p", "freeze_probe", "--tokfidelity-dataset=K1").assert_outcomes(passed=4 + 6)
+    counts = [int(n) for n in seen.read_text().split()]
+    grew = sum(b > a for a, b in zip(counts, counts[1:]))
+    # after collection nothing else freezes: the count only grows when the run freezes what piled up
+    assert grew >= 3, counts
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
 
 
 def test_sample_tests_take_no_fixtures_and_keep_their_ids(pytester):
