@@ -9,7 +9,10 @@ prose, content = code), encoded with the real Kimi tokenizer; a share of samples
 harmless re-split (accepted by the manifest's policy), as real model output does.
 
 The baseline is the raw tokenizer on one thread: ``encode_ordinary`` of every text, best of two
-passes (wall and CPU seconds). Each pytest run is a whole process (start-up, collection, tokenizer
+passes (wall and CPU seconds). With ``--repeat N`` (N >= 2) the runs are interleaved instead: N rounds
+of one raw pass, then each pytest configuration once, and each run is compared with its own round's
+raw pass (the median ratio decides): a shared machine's speed drifts by 10-20% within minutes, and a
+baseline measured minutes before a run compares two different machines. Each pytest run is a whole process (start-up, collection, tokenizer
 load, judging, summary, gate record), run through a small wrapper that reports the controlling
 process's own CPU seconds and peak RSS, and its children's (judging processes, xdist workers).
 On a shared, loaded machine wall times swing; CPU seconds do not: the controlling process's CPU
@@ -118,11 +121,11 @@ class Texts:
             yield from _texts(self.prose, self.code, span)
 
 
-def raw_encode_seconds(tok, texts: Texts) -> tuple[float, float]:
-    """The goal's baseline: encode_ordinary of every text on one thread, best of two passes (wall, CPU).
+def raw_encode_seconds(tok, texts: Texts, passes: int = 2) -> tuple[float, float]:
+    """The goal's baseline: encode_ordinary of every text on one thread, best of ``passes`` (wall, CPU).
     Texts are cut from the pools in blocks outside the timed part."""
     best, best_cpu = float("inf"), float("inf")
-    for _ in range(2):
+    for _ in range(passes):
         wall = cpu = 0.0
         for start in range(0, len(texts.spans), 1000):
             block = list(Texts(texts.prose, texts.code, texts.spans[start : start + 1000]))
@@ -275,7 +278,8 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=3500)
     ap.add_argument("--split-share", type=float, default=0.05, help="share of samples with one harmless re-split")
     ap.add_argument("--modes", default="lone,n2", help=f"pytest configurations to run, comma-separated: {', '.join(MODES)}")
-    ap.add_argument("--repeat", type=int, default=1, help="runs of each pytest configuration (the median decides)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of each pytest configuration; from 2, interleaved with raw encode passes (the median ratio decides)")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments, space-separated (e.g. -p no:randomly)")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -294,24 +298,44 @@ def main() -> int:
         print(f"dataset: {args.samples:,} samples, {n_tokens:,} tokens ({n_tokens / args.samples:,.0f} per sample), "
               f"{(dataset / 'samples.jsonl').stat().st_size / 1e6:.0f} MB, built in {time.perf_counter() - t:.1f} s")
 
-        raw, raw_cpu = raw_encode_seconds(tok, texts)
-        print(f"raw encode (encode_ordinary, one thread, same texts): {raw:.2f} s wall, {raw_cpu:.2f} s CPU "
-              f"({n_tokens / raw:,.0f} tokens/s)")
-        del texts
         extra = args.pytest_args.split()
+        interleaved = args.repeat >= 2
+        if not interleaved:
+            raw, raw_cpu = raw_encode_seconds(tok, texts)
+            print(f"raw encode (encode_ordinary, one thread, same texts): {raw:.2f} s wall, {raw_cpu:.2f} s CPU "
+                  f"({n_tokens / raw:,.0f} tokens/s)")
         print(judge_breakdown(dataset))
         print(pytest_per_test(tmp, args.samples, extra))
-        results = {}
-        for mode in modes:
-            runs = [pytest_run(golden, tmp / f"state-{mode}-{i}", *MODES[mode], *extra) for i in range(args.repeat)]
-            results[mode] = runs
+        results: dict[str, list[Run]] = {mode: [] for mode in modes}
+        raws: list[tuple[float, float]] = []  # per round, when interleaved
+        for i in range(args.repeat):
+            if interleaved:
+                raws.append(raw_encode_seconds(tok, texts, passes=1))
+                print(f"round {i + 1}: raw encode {raws[-1][0]:.2f} s wall ({n_tokens / raws[-1][0]:,.0f} tokens/s)")
+            for mode in modes:
+                results[mode].append(pytest_run(golden, tmp / f"state-{mode}-{i}", *MODES[mode], *extra))
+                if interleaved:
+                    print(f"round {i + 1}: pytest {' '.join(MODES[mode]) or '(one process)'} {results[mode][-1].wall:.2f} s "
+                          f"= {results[mode][-1].wall / raws[-1][0]:.2f}x that round's raw encode")
+        if interleaved:
+            raw = statistics.median(r[0] for r in raws)
+            raw_cpu = statistics.median(r[1] for r in raws)
+            print(f"raw encode (encode_ordinary, one thread, same texts), median of {len(raws)} rounds: {raw:.2f} s wall, "
+                  f"{raw_cpu:.2f} s CPU ({n_tokens / raw:,.0f} tokens/s)")
+        ratios = {}
+        for mode, runs in results.items():
             summary = next((line for line in runs[-1].out.splitlines() if line.startswith("BENCH:")), "")
             print(f"pytest {' '.join(MODES[mode]) or '(one process)'}: {describe(runs, raw, raw_cpu)}")
             print(f"  {summary}")
+            ratios[mode] = statistics.median(
+                run.wall / (raws[i][0] if interleaved else raw) for i, run in enumerate(runs)
+            )
+            if interleaved:
+                print(f"  median of the rounds' ratios: {ratios[mode]:.2f}x")
         if "lone" in results:
-            lone = statistics.median(r.wall for r in results["lone"])
             rss = max(r.rss_mb for r in results["lone"])
-            print(f"goal: lone pytest <= 1.0x raw encode: {lone / raw:.2f}x ({'met' if lone <= raw else 'MISSED'}); "
+            ratio = ratios["lone"]
+            print(f"goal: lone pytest <= 1.0x raw encode: {ratio:.2f}x ({'met' if ratio <= 1.0 else 'MISSED'}); "
                   f"controlling process < 2 GB: {rss:,.0f} MB ({'met' if rss < 2048 else 'MISSED'})")
         print(f"machine: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
     return 0
