@@ -1,7 +1,8 @@
 """One dataset in one process: its manifest, sample index, judge, pins and whole-dataset checks.
 
 A ``DatasetRun`` loads what it needs on first use (the index at collection, the tokenizer and
-profile when a sample is first judged) and pins every input as it reads it (pipeline.core.pins):
+profile when a sample is first judged; a lone pytest builds the index in a forked process while
+it loads the tokenizer, session.py) and pins every input as it reads it (pipeline.core.pins):
 the manifest from the bytes it parses, ``samples.jsonl`` from the indexing pass, the dataset's other
 files when it is indexed, the tokenizer's files as loaded. ``judge_positions`` runs on judging
 threads or in judging processes and changes nothing here; ``absorb`` keeps, on the main thread,
@@ -64,6 +65,8 @@ class DatasetRun:
             if self.manifest.problems:
                 self.manifest_error = "\n".join(str(p) for p in self.manifest.problems)
         self._other_files: dict[str, str] | None = None  # sha256 of the dataset's other files, when indexed
+        # the session's datasets' read_index() as run in a forked process (judge_pools.ForkedCall), or None
+        self.indexed_elsewhere = None
         self._index: SampleIndex | None = None
         self._lock = threading.Lock()
         self._setup: tuple[Judge | None, str | None] | None = None
@@ -80,9 +83,13 @@ class DatasetRun:
     @property
     def index(self) -> SampleIndex:
         if self._index is None:
-            self._index = SampleIndex(self.dir / SAMPLES_FILE)
-            self._other_files = golden_file_hashes(self.dir, skip=(MANIFEST_FILE, SAMPLES_FILE))
+            built = self.indexed_elsewhere.result() if self.indexed_elsewhere is not None else None
+            self._index, self._other_files = built[self.position] if built is not None else self.read_index()
         return self._index
+
+    def read_index(self) -> tuple[SampleIndex, dict[str, str]]:
+        """What ``index`` holds: the sample index, and the sha256 of the dataset's other files."""
+        return SampleIndex(self.dir / SAMPLES_FILE), golden_file_hashes(self.dir, skip=(MANIFEST_FILE, SAMPLES_FILE))
 
     @property
     def indexed(self) -> bool:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["JudgeDied", "ForkedJudges", "ThreadJudges", "can_fork"]
+__all__ = ["JudgeDied", "ForkedJudges", "ThreadJudges", "ForkedCall", "can_fork"]
 
 Task = Callable[[int, list[int]], Any]  # (dataset position, sample positions) -> Judged
 _F_SETPIPE_SZ = 1031  # Linux: a bigger answer pipe lets a judge run further ahead
@@ -182,6 +182,62 @@ def _die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before the request took effect
         os._exit(1)
+
+
+class ForkedCall:
+    """``fn()`` run in a process forked now, while this one goes on; ``result()`` is its return
+    value (pickled across), or None when that process failed: the caller then runs ``fn`` itself.
+
+    A lone pytest indexes its golden files this way while it loads their tokenizers: both must be
+    done before judging starts, and each alone keeps one core busy (session.py)."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        r, w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # never returns into pytest
+            code = 0
+            try:
+                os.close(r)
+                _die_with_parent(parent)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                gc.freeze()  # what it inherited is never walked (nor its pages copied) by its collections
+                data = pickle.dumps(fn(), pickle.HIGHEST_PROTOCOL)
+                _write_all(w, _FRAME.pack(len(data)) + data)
+            except BaseException:  # noqa: BLE001 - the parent gets None and does the work itself
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.pid = pid
+        self._fd: int | None = r
+        self._value: Any = None
+
+    def result(self) -> Any:
+        if self._fd is not None:
+            try:
+                self._value = pickle.loads(_read_frame(self._fd))
+            except (EOFError, OSError, pickle.UnpicklingError):
+                self._value = None
+            self._end()
+        return self._value
+
+    def cancel(self) -> None:
+        """Stop it when its result will not be asked for (idempotent)."""
+        if self._fd is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._end()
+
+    def _end(self) -> None:
+        os.close(self._fd)
+        self._fd = None
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
 
 
 class ForkedJudges:

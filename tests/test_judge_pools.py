@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pytest_tokfidelity.judge_pools import ForkedJudges, JudgeDied
+from pytest_tokfidelity.judge_pools import ForkedCall, ForkedJudges, JudgeDied
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="judging processes are forked on Linux only")
 
@@ -60,3 +60,29 @@ def test_a_judge_that_dies_is_reported_by_the_answer_it_owed():
             pool.submit(0, [6]).result()
     finally:
         pool.shutdown()
+
+
+def _index_like(n: int):
+    return os.getpid(), b"i" * n
+
+
+def test_a_forked_call_answers_from_another_process_and_whole():
+    call = ForkedCall(lambda: _index_like(3_000_000))  # far bigger than a pipe's buffer
+    pid, data = call.result()
+    assert pid == call.pid != os.getpid()
+    assert data == b"i" * 3_000_000
+    assert call.result() == (pid, data)  # asked again: the same answer, nothing read twice
+    with pytest.raises(ChildProcessError):
+        os.waitpid(call.pid, os.WNOHANG)  # reaped
+
+
+def test_a_forked_call_that_fails_or_is_cancelled_answers_none_and_leaves_no_process():
+    assert ForkedCall(lambda: 1 / 0).result() is None  # the caller then does the work itself
+    slow = ForkedCall(lambda: time.sleep(30))
+    started = time.perf_counter()
+    slow.cancel()
+    slow.cancel()  # idempotent
+    assert time.perf_counter() - started < 5
+    assert slow.result() is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(slow.pid, os.WNOHANG)

@@ -93,3 +93,71 @@ def test_no_thread_outlives_the_pass(tmp_path):
     SampleIndex(path)
     assert threading.active_count() == before
     assert not [t for t in threading.enumerate() if t.name.startswith("tokfidelity-sha256")]
+
+
+# Writes, per process, where each dataset's index was built and whether it is what this process
+# builds itself.
+WHERE_PROBE = """
+import json, os
+def pytest_sessionfinish(session):
+    plugin = session.config.pluginmanager.get_plugin("tokfidelity-session")
+    worker = session.config.workerinput["workerid"] if hasattr(session.config, "workerinput") else "main"
+    out = {}
+    for ds in plugin.datasets:
+        call = ds.indexed_elsewhere
+        entry = {"elsewhere": call is not None and call.pid != os.getpid(), "indexed": ds.indexed}
+        if ds.indexed:
+            index, others = ds.read_index()
+            fields = lambda i: [i.ids, list(i.offsets), list(i.lengths), list(i.lines), list(i.crcs), i.sha256, i.duplicate_of, i.problem]
+            entry["same"] = fields(ds.index) == fields(index) and ds._other_files == others
+            entry["names"] = [ds.index.name(p) for p in range(len(ds.index))]
+        out[ds.name] = entry
+    with open(os.path.join(os.environ["PROBE_DIR"], f"where-{worker}.json"), "w") as f:
+        json.dump(out, f)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("-n", "2"), ("--collect-only",)], ids=["lone", "xdist", "collect-only"])
+def test_a_lone_run_indexes_in_a_forked_process_what_it_would_index_itself(pytester, monkeypatch, mode):
+    """While a lone pytest loads the tokenizers, its golden files are indexed in a forked process
+    (session.py); xdist's processes and --collect-only index their own."""
+    from test_plugin import exact_samples, make_dataset
+
+    samples = exact_samples(5)
+    first = make_dataset(pytester.path, "W1_first", samples)
+    with open(first / "samples.jsonl", "a") as f:  # a repeated id, a blank line, a line that is not JSON
+        f.write(json.dumps(samples[1]) + "\n\n" + '{"id": "broken", "output_ids": [1, 2\n')
+    make_dataset(pytester.path, "W1_second", exact_samples(3))
+    (pytester.path / "golden" / "W1_second" / "notes.md").write_text("a file the gate pins too\n")
+    pytester.syspathinsert()
+    pytester.makepyfile(tf_where=WHERE_PROBE)
+    monkeypatch.setenv("PROBE_DIR", str(pytester.path))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "tf_where",
+        f"--tokfidelity-state-dir={pytester.path / 'state'}", "--tokfidelity-dataset=W1", *mode,
+    )
+    where = {p.name: json.loads(p.read_text()) for p in pytester.path.glob("where-*.json")}
+    if mode == ("-n", "2"):
+        assert sorted(where) == ["where-gw0.json", "where-gw1.json", "where-main.json"]
+        assert not any(d["indexed"] for d in where["where-main.json"].values())  # the controller collects nothing
+    else:
+        assert sorted(where) == ["where-main.json"]
+    for process, datasets in where.items():
+        for name, d in datasets.items():
+            assert d["elsewhere"] == (mode == () and process == "where-main.json"), (process, name)
+            if d["indexed"]:
+                assert d["same"], (process, name)
+    if mode != ("--collect-only",):
+        result.assert_outcomes(passed=16, failed=2)  # the samples but the repeat and the broken line, and 4 checks a dataset
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_an_index_the_forked_process_failed_to_build_is_built_here(tmp_path):
+    from pytest_tokfidelity.dataset import DatasetRun
+    from pytest_tokfidelity.judge_pools import ForkedCall
+    from test_plugin import exact_samples, make_dataset
+
+    ds = DatasetRun(0, make_dataset(tmp_path, "W2", exact_samples(4)), None, None)
+    ds.indexed_elsewhere = ForkedCall(lambda: 1 / 0)
+    assert ds.index.ids == ["s0", "s1", "s2", "s3"]
+    assert ds.index.sha256 == hashlib.sha256((ds.dir / "samples.jsonl").read_bytes()).hexdigest()
