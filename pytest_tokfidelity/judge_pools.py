@@ -1,16 +1,17 @@
 """Where judging runs: processes forked from a lone pytest, or threads.
 
 Both pools take ``submit(dataset, positions)`` and give back an object whose ``result()`` is the
-``Judged`` chunk (``eager``: sent to a judging process at once, not when one has room). Judging is
+``Judged`` chunk. Judging is
 mostly Python work around the tokenizer's encode, so threads share the GIL with pytest's own
 per-test work; on 2 cores, 2,000 samples took about 4.0 s on threads and 2.8-3.0 s in processes
 (bench/bench_plugin.py). A lone, single-threaded pytest on Linux therefore forks judging processes
 (after the tokenizer is loaded, so they share it); otherwise threads.
 
-A forked judge holds its datasets in the closure it was forked with (no module state), reads
-requests from a pipe and answers on another, in order, each answer framed by its length. It dies
-with its parent: the kernel kills it when the parent dies (``PR_SET_PDEATHSIG``), and it ends when
-its request pipe closes. A judge that dies is reported as ``JudgeDied`` by the result it owed.
+A forked judge holds its datasets in the closure it was forked with (no module state), takes
+requests from a pipe all judges share, and answers each on a pipe of its own, framed by its length
+and naming the request. It dies with its parent: the kernel kills it when the parent dies
+(``PR_SET_PDEATHSIG``), and it ends when the request pipe closes. A judge that dies is reported as
+``JudgeDied`` by the next result pytest waits for.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class ThreadJudges:
         self._pool = ThreadPoolExecutor(n, thread_name_prefix="tokfidelity")
         self._task = task
 
-    def submit(self, dataset: int, positions: list[int], eager: bool = False):
+    def submit(self, dataset: int, positions: list[int]):
         return self._pool.submit(self._task, dataset, positions)
 
     def shutdown(self) -> None:
@@ -57,7 +58,7 @@ class ThreadJudges:
 
 
 class _Answer:
-    """The result owed for one request: by a judge once sent, else still waiting in the pool."""
+    """The result owed for one request, read by ``ForkedJudges.wait`` from whichever judge took it."""
 
     __slots__ = ("pool", "value", "done")
 
@@ -70,76 +71,26 @@ class _Answer:
         return self.value
 
 
-class _ForkedJudge:
-    def __init__(self, task: Task, close_in_child: list[int]):
-        req_r, req_w = os.pipe()
-        ans_r, ans_w = os.pipe()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # the judge: never returns into pytest
-            code = 0
-            try:
-                for fd in (req_w, ans_r, *close_in_child):
-                    os.close(fd)
-                _die_with_parent(parent)
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the parent's business
-                _serve(task, req_r, ans_w)
-            except BaseException:  # noqa: BLE001 - the parent sees a dead judge and says so
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(req_r)
-        os.close(ans_w)
-        try:
-            import fcntl
-
-            fcntl.fcntl(ans_r, _F_SETPIPE_SZ, 1 << 20)
-        except OSError:
-            pass
-        self.pid = pid
-        self.fds = [req_w, ans_r]
-        self.requests = os.fdopen(req_w, "wb")
-        self.answers = ans_r  # read whole framed answers (_read_frame): nothing waits in a buffer unseen by select
-        self.owed: deque[_Answer] = deque()
-
-    def send(self, answer: _Answer, dataset: int, positions: list[int]) -> None:
-        try:
-            pickle.dump((dataset, positions), self.requests)
-            self.requests.flush()
-        except OSError:
-            raise JudgeDied(f"judging process {self.pid} is gone") from None
-        self.owed.append(answer)
-
-    def read_one(self) -> None:
-        try:
-            value = pickle.loads(_read_frame(self.answers))
-        except (EOFError, OSError, pickle.UnpicklingError):
-            raise JudgeDied(f"judging process {self.pid} died") from None
-        answer = self.owed.popleft()
-        answer.value, answer.done = value, True
-
-    def close(self) -> None:
-        for close in (self.requests.close, lambda: os.close(self.answers)):
-            try:
-                close()
-            except OSError:
-                pass
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+# A request: (its number, dataset, how many positions, the positions), always this many bytes, so
+# that a judge reads exactly one with one read: a pipe never splits nor interleaves a write of at
+# most PIPE_BUF bytes (4,096 on Linux; POSIX says at least 512), and with every request the same
+# size a read of that size takes one whole request.
+MAX_POSITIONS = 60  # positions a request holds (judges.CHUNK is 32)
+_REQUEST = struct.Struct(f"<QII{MAX_POSITIONS}I")  # 256 bytes
+_QUEUED = 128  # requests written and not yet answered, at most: far below what the pipe holds (64 KB)
 
 
-def _serve(task: Task, req_fd: int, ans_fd: int) -> None:
-    with os.fdopen(req_fd, "rb") as requests:
-        while True:
-            try:
-                dataset, positions = pickle.load(requests)
-            except EOFError:  # the parent closed the pipe, or died
-                return
-            data = pickle.dumps(task(dataset, positions), pickle.HIGHEST_PROTOCOL)
-            _write_all(ans_fd, _FRAME.pack(len(data)) + data)
+def _serve(task: Task, requests: int, answers: int) -> None:
+    size = _REQUEST.size
+    while True:
+        request = os.read(requests, size)
+        if not request:  # the parent closed the pipe, or died
+            return
+        if len(request) != size:  # cannot happen on Linux (see _REQUEST); a judge that sees it dies
+            raise RuntimeError(f"a torn request ({len(request)} bytes)")
+        number, dataset, count, *positions = _REQUEST.unpack(request)
+        data = pickle.dumps((number, task(dataset, positions[:count])), pickle.HIGHEST_PROTOCOL)
+        _write_all(answers, _FRAME.pack(len(data)) + data)
 
 
 _FRAME = struct.Struct("<Q")  # an answer's length, before it
@@ -241,66 +192,104 @@ class ForkedCall:
 
 
 class ForkedJudges:
-    """``n`` judging processes forked from this one; each chunk goes to the judge with the fewest
-    chunks owed, at most ``DEPTH`` each, the rest waiting here in order.
+    """``n`` judging processes forked from this one, which take requests from one pipe they share,
+    each as soon as it is free, and answer on a pipe of its own.
 
-    Round-robin let a judge that had the CPU less often fall behind while the other ran out of work
-    (0.5 s idle in a 6,000-sample run): here a judge is sent more as its answers come back, which
-    ``wait`` reads from whichever judge answers first, while pytest waits for any one of them.
+    Work is never assigned to a judge ahead of time: a judge that gets the CPU less often simply
+    takes fewer requests. (Sending each judge its own share left one judge idle for 0.2 s in most
+    6,000-sample runs, and for a few ms whenever pytest was slow to read its answers.) ``wait``
+    reads answers as they come, from any judge, until the one asked for.
 
     The judges are forked with this process's heap frozen (``gc.freeze``, as the standard
     library's documentation advises before a fork): their collections then never walk the
     objects they inherited, and so never copy the pages they share with this process."""
 
-    DEPTH = 3  # chunks sent to one judge and not yet answered: about 0.1 s of its work
-
     def __init__(self, n: int, task: Task):
-        self._judges: list[_ForkedJudge] = []
+        requests_r, requests_w = os.pipe()
+        self.pids: list[int] = []
+        self._answers: list[int] = []  # each judge's answer pipe (read end)
         frozen_before = gc.get_freeze_count() > 0  # a caller's freeze stays as it was
         gc.freeze()
         try:
             for _ in range(n):
-                inherited = [fd for j in self._judges for fd in j.fds]
-                self._judges.append(_ForkedJudge(task, inherited))
+                self._fork(task, requests_r, requests_w)
         finally:
             if not frozen_before:
                 gc.unfreeze()
-        self._by_fd = {j.answers: j for j in self._judges}
-        self._unsent: deque[tuple[_Answer, int, list[int]]] = deque()
+        os.close(requests_r)
+        self._requests = requests_w
+        self._number = 0
+        self._owed: dict[int, _Answer] = {}  # request number -> its answer, for requests written
+        self._unsent: deque[tuple[int, bytes]] = deque()  # (number, request) past _QUEUED
 
-    @property
-    def pids(self) -> list[int]:
-        return [j.pid for j in self._judges]
+    def _fork(self, task: Task, requests_r: int, requests_w: int) -> None:
+        answers_r, answers_w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the judge: never returns into pytest
+            code = 0
+            try:
+                for fd in (requests_w, answers_r, *self._answers):
+                    os.close(fd)
+                _die_with_parent(parent)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the parent's business
+                _serve(task, requests_r, answers_w)
+            except BaseException:  # noqa: BLE001 - the parent sees a dead judge and says so
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(answers_w)
+        try:
+            import fcntl
 
-    def submit(self, dataset: int, positions: list[int], eager: bool = False) -> _Answer:
-        """``eager``: sent now, to the judge that owes least, however much it owes (work to go on
-        with while pytest is busy elsewhere, e.g. collecting)."""
+            fcntl.fcntl(answers_r, _F_SETPIPE_SZ, 1 << 20)  # a judge can run further ahead of pytest
+        except OSError:
+            pass
+        self.pids.append(pid)
+        self._answers.append(answers_r)
+
+    def submit(self, dataset: int, positions: list[int]) -> _Answer:
+        if not 0 < len(positions) <= MAX_POSITIONS:
+            raise ValueError(f"a request holds 1 to {MAX_POSITIONS} positions, not {len(positions)}")
+        self._number += 1
         answer = _Answer(self)
-        if eager and not self._unsent:
-            min(self._judges, key=lambda j: len(j.owed)).send(answer, dataset, positions)
-            return answer
-        self._unsent.append((answer, dataset, positions))
-        self._dispatch()
+        request = _REQUEST.pack(self._number, dataset, len(positions), *positions, *[0] * (MAX_POSITIONS - len(positions)))
+        self._unsent.append((self._number, request))
+        self._owed[self._number] = answer
+        self._send()
         return answer
 
-    def _dispatch(self) -> None:
+    def _send(self) -> None:
         unsent = self._unsent
-        while unsent:
-            judge = min(self._judges, key=lambda j: len(j.owed))
-            if len(judge.owed) >= self.DEPTH:
-                return
-            answer, dataset, positions = unsent.popleft()
-            judge.send(answer, dataset, positions)
+        while unsent and len(self._owed) - len(unsent) < _QUEUED:
+            number, request = unsent.popleft()
+            try:
+                os.write(self._requests, request)  # whole: at most PIPE_BUF bytes, with room left
+            except OSError:  # every judge is gone
+                raise JudgeDied("the judging processes are gone") from None
 
     def wait(self, answer: _Answer) -> None:
-        """Read answers as they come, from any judge, sending each judge more, until ``answer``'s."""
+        """Read answers as they come, from any judge, until ``answer``'s."""
         while not answer.done:
-            waiting = [fd for fd, j in self._by_fd.items() if j.owed]
-            ready, _, _ = select.select(waiting, [], [])
+            ready, _, _ = select.select(self._answers, [], [])
             for fd in ready:
-                self._by_fd[fd].read_one()
-            self._dispatch()
+                try:
+                    number, value = pickle.loads(_read_frame(fd))
+                except (EOFError, OSError, pickle.UnpicklingError):
+                    raise JudgeDied(f"judging process {self.pids[self._answers.index(fd)]} died") from None
+                done = self._owed.pop(number)
+                done.value, done.done = value, True
+            self._send()
 
     def shutdown(self) -> None:
-        for judge in self._judges:
-            judge.close()
+        for close in (self._requests, *self._answers):
+            try:
+                os.close(close)
+            except OSError:
+                pass
+        for pid in self.pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass

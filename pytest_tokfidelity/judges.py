@@ -73,13 +73,13 @@ class Prefetcher:
         else:
             self.pool = ThreadJudges(self.judges, lambda d, positions: datasets[d].judge_positions(positions))
 
-    def _schedule(self, ds, todo: list[int], eager: bool = False) -> None:
+    def _schedule(self, ds, todo: list[int]) -> None:
         ds.index, ds.fd  # opened here, once, before the judges read them
         if self.pool is None:
             self._start()
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
-            pending = self.pool.submit(ds.position, chunk, eager)
+            pending = self.pool.submit(ds.position, chunk)
             for p in chunk:
                 ds.scheduled[p] = pending
 
@@ -92,7 +92,7 @@ class Prefetcher:
         for d, positions in todo.items():
             ds = self.datasets[d]
             if ds.setup()[0] is not None:  # loaded before the fork, so that the judges share it
-                self._schedule(ds, positions, eager=True)  # all sent now: pytest reads no answer until its first test
+                self._schedule(ds, positions)
 
     def forget_unselected(self) -> None:
         """Drop warmed-up samples that collection then deselected: they would hold the window shut."""

@@ -1,5 +1,6 @@
-"""The forked judging pool (pytest_tokfidelity/judge_pools.py): answers in order, whole, and work
-sent to the judge that owes least, so that a judge held up on one chunk does not hold up the rest."""
+"""The forked judging pool (pytest_tokfidelity/judge_pools.py): each answer, whole, reaches its own
+request; judges take requests as they are free, so that a judge held up on one does not hold up the
+rest; a judge that dies is reported, never waited for. And ForkedCall, the one-off forked process."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 
 import pytest
 
-from pytest_tokfidelity.judge_pools import ForkedCall, ForkedJudges, JudgeDied
+from pytest_tokfidelity.judge_pools import MAX_POSITIONS, ForkedCall, ForkedJudges, JudgeDied
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="judging processes are forked on Linux only")
 
@@ -22,7 +23,7 @@ def _task(dataset: int, positions: list[int]):
     return os.getpid(), positions
 
 
-def test_a_held_up_judge_gets_no_more_than_it_can_owe_and_answers_stay_in_order():
+def test_a_held_up_judge_holds_up_only_its_own_request_and_answers_reach_their_requests():
     pool = ForkedJudges(2, _task)
     try:
         answers = [pool.submit(0, [i, i + 100]) for i in range(20)]
@@ -32,21 +33,25 @@ def test_a_held_up_judge_gets_no_more_than_it_can_owe_and_answers_stay_in_order(
     assert [positions for _, positions in results] == [[i, i + 100] for i in range(20)]
     held_up = results[0][0]
     assert set(pool.pids) == {pid for pid, _ in results}
-    # round-robin would have given the held-up judge 10 chunks; it is sent more only as it answers,
-    # so it gets the 3 it could owe (chunks 0, 2 and 4) and the other judge all the rest
-    assert ForkedJudges.DEPTH == 3
-    assert sum(pid == held_up for pid, _ in results) == 3
+    # judges take requests as they are free: while one sleeps on the first, the other takes all the rest
+    assert sum(pid == held_up for pid, _ in results) == 1
 
 
-def test_eager_chunks_are_sent_at_once_and_big_answers_come_back_whole():
+def test_requests_of_any_size_up_to_the_limit_and_big_answers_come_back_whole():
     pool = ForkedJudges(2, _task)
     try:
-        eager = [pool.submit(1, [i + 1], eager=True) for i in range(8)]  # more than DEPTH per judge
-        assert sum(len(j.owed) for j in pool._judges) == 8
-        results = [a.result() for a in eager]
+        sizes = [1, 2, 31, 32, 59, MAX_POSITIONS]
+        answers = [pool.submit(1, list(range(7, 7 + n))) for n in sizes]
+        many = [pool.submit(2, [i + 1]) for i in range(300)]  # more than may wait in the request pipe
+        results = [a.result() for a in answers]
+        assert [r[1] for r in (a.result() for a in many)] == [[i + 1] for i in range(300)]
+        with pytest.raises(ValueError):
+            pool.submit(0, list(range(MAX_POSITIONS + 1)))
+        with pytest.raises(ValueError):
+            pool.submit(0, [])
     finally:
         pool.shutdown()
-    assert [r[1] for r in results] == [[i + 1] for i in range(8)]
+    assert [r[1] for r in results] == [list(range(7, 7 + n)) for n in sizes]
     assert all(r[2] == b"x" * 3_000_000 for r in results)
 
 
@@ -58,6 +63,21 @@ def test_a_judge_that_dies_is_reported_by_the_answer_it_owed():
         os.kill(pool.pids[0], 9)
         with pytest.raises(JudgeDied):
             pool.submit(0, [6]).result()
+    finally:
+        pool.shutdown()
+
+
+def test_a_request_a_dead_judge_took_is_reported_while_the_other_judge_goes_on():
+    pool = ForkedJudges(2, _task)
+    try:
+        held = pool.submit(0, [0])  # one judge sleeps on it
+        time.sleep(0.5)
+        assert pool.submit(0, [1]).result()[1] == [1]  # the other answers
+        taken = pool.submit(0, [2]).result()[0]
+        sleeper = next(pid for pid in pool.pids if pid != taken)
+        os.kill(sleeper, 9)
+        with pytest.raises(JudgeDied):
+            held.result()
     finally:
         pool.shutdown()
 
