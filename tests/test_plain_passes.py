@@ -127,3 +127,32 @@ def pytest_collection_modifyitems(items):
     result.assert_outcomes(passed=4 + 4, skipped=1)
     assert int((probe / "reported-main").read_text()) == 2  # s1 and s3 (s0 sets up; s2 is marked; s4 is last)
     assert not gate(pytester, "P1").open  # a skipped sample was not verified
+
+
+LOCATION_PROBE = """
+import json, os, pytest
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    samples = [i for i in session.items if type(i).__name__ == "SampleItem"]
+    cached = [list(i.location) for i in samples]
+    own = [list(pytest.Item.location.func(i)) for i in samples]  # what pytest itself works out, afresh
+    with open(os.path.join(os.environ["PROBE_DIR"], "locations.json"), "w") as f:
+        json.dump({"cached": cached, "own": own}, f)
+"""
+
+
+def test_every_sample_has_the_location_pytest_would_give_it(pytester, monkeypatch):
+    """Sample items share the path part of their location (collection.sample_items): the same
+    (path, line, name) pytest's Item.location computes for each, from a rootdir above the suite too."""
+    mixed_dataset(pytester.path)
+    pytester.syspathinsert()
+    pytester.makepyfile(tf_location=LOCATION_PROBE)
+    monkeypatch.setenv("PROBE_DIR", str(pytester.path))
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)  # invoked from below the rootdir: paths are still relative to the rootdir
+    result = pytester.runpytest("-p", "tf_location", f"--rootdir={pytester.path}", f"--tokfidelity-golden-dir={pytester.path / 'golden'}",
+                                f"--tokfidelity-state-dir={pytester.path / 'state'}", "--tokfidelity-dataset=P1", "--collect-only", "-q")
+    assert result.ret == 0, result.stdout.str()
+    found = json.loads((pytester.path / "locations.json").read_text())
+    assert len(found["cached"]) == 12 and found["cached"] == found["own"]
+    assert {tuple(loc[:2]) for loc in found["own"]} == {("tokfidelity_suite.py", 0)}
