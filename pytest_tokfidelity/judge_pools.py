@@ -1,11 +1,12 @@
 """Where judging runs: processes forked from a lone pytest, or threads.
 
 Both pools take ``submit(dataset, positions)`` and give back an object whose ``result()`` is the
-``Judged`` chunk. Judging is
-mostly Python work around the tokenizer's encode, so threads share the GIL with pytest's own
-per-test work; on 2 cores, 2,000 samples took about 4.0 s on threads and 2.8-3.0 s in processes
-(bench/bench_plugin.py). A lone, single-threaded pytest on Linux therefore forks judging processes
-(after the tokenizer is loaded, so they share it); otherwise threads.
+``Judged`` chunk. Judging is mostly Python work around the tokenizer's encode, so threads share the
+GIL with pytest's own per-test work; on 2 cores, 2,000 samples took about 4.0 s on threads and
+2.8-3.0 s in processes (bench/bench_plugin.py). A lone, single-threaded pytest on Linux therefore
+forks judging processes (after the tokenizer is loaded, so they share it); otherwise threads.
+``ForkedCall`` runs one function in a process forked for it (the session indexes the golden files
+that way).
 
 A forked judge holds its datasets in the closure it was forked with (no module state), takes
 requests from a pipe all judges share, and answers each on a pipe of its own, framed by its length
