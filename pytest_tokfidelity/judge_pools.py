@@ -197,8 +197,8 @@ class ForkedJudges:
     each as soon as it is free, and answer on a pipe of its own.
 
     Work is never assigned to a judge ahead of time: a judge that gets the CPU less often simply
-    takes fewer requests. (Sending each judge its own share left one judge idle for 0.2 s in most
-    6,000-sample runs, and for a few ms whenever pytest was slow to read its answers.) ``wait``
+    takes fewer requests. (Sending each judge its own share left one judge idle for up to 0.25 s in 4
+    of 6 timed 6,000-sample runs, and for a few ms whenever pytest was slow to read its answers.) ``wait``
     reads answers as they come, from any judge, until the one asked for.
 
     The judges are forked with this process's heap frozen (``gc.freeze``, as the standard

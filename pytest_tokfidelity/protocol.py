@@ -45,7 +45,7 @@ _SKIPPED_HOOKS = ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest
 # pytest's own implementations of the skipped hooks (by plugin name), and what each does for a sample:
 INERT = frozenset({
     "runner",  # pushes and pops the item in the setup state (nothing to set up), runs runtest, makes the reports;
-    # it also sets PYTEST_CURRENT_TEST, which during a shortcut still names the last test pytest ran
+    # it also names the phase in PYTEST_CURRENT_TEST and unsets it after teardown: during a shortcut it stays unset
     "skipping",  # evaluates skip and xfail marks (a sample with marks never takes the shortcut)
     "capturemanager",  # captures output into the report's sections (a sample writes none)
     "logging-plugin",  # captures log records into the report's sections (a sample logs none)
