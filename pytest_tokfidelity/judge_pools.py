@@ -136,6 +136,27 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def _fork_process(body: Callable[[], None], close: list[int]) -> int:
+    """Fork a process that closes ``close`` (its copies of this process's pipe ends), dies with this
+    process, leaves interrupts to it, runs ``body`` and exits (status 1 if body raised): its pid.
+    It never returns into pytest."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            for fd in close:
+                os.close(fd)
+            _die_with_parent(parent)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the parent's business
+            body()
+        except BaseException:  # noqa: BLE001 - the parent sees the process gone and says so, or does the work
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
 class ForkedCall:
     """``fn()`` run in a process forked now, while this one goes on; ``result()`` is its return
     value (pickled across), or None when that process failed: the caller then runs ``fn`` itself.
@@ -145,23 +166,14 @@ class ForkedCall:
 
     def __init__(self, fn: Callable[[], Any]):
         r, w = os.pipe()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # never returns into pytest
-            code = 0
-            try:
-                os.close(r)
-                _die_with_parent(parent)
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                gc.freeze()  # what it inherited is never walked (nor its pages copied) by its collections
-                data = pickle.dumps(fn(), pickle.HIGHEST_PROTOCOL)
-                _write_all(w, _FRAME.pack(len(data)) + data)
-            except BaseException:  # noqa: BLE001 - the parent gets None and does the work itself
-                code = 1
-            finally:
-                os._exit(code)
+
+        def call() -> None:
+            gc.freeze()  # what it inherited is never walked (nor its pages copied) by its collections
+            data = pickle.dumps(fn(), pickle.HIGHEST_PROTOCOL)
+            _write_all(w, _FRAME.pack(len(data)) + data)
+
+        self.pid = _fork_process(call, [r])
         os.close(w)
-        self.pid = pid
         self._fd: int | None = r
         self._value: Any = None
 
@@ -225,20 +237,7 @@ class ForkedJudges:
 
     def _fork(self, task: Task, requests_r: int, requests_w: int) -> None:
         answers_r, answers_w = os.pipe()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # the judge: never returns into pytest
-            code = 0
-            try:
-                for fd in (requests_w, answers_r, *self._answers):
-                    os.close(fd)
-                _die_with_parent(parent)
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the parent's business
-                _serve(task, requests_r, answers_w)
-            except BaseException:  # noqa: BLE001 - the parent sees a dead judge and says so
-                code = 1
-            finally:
-                os._exit(code)
+        pid = _fork_process(lambda: _serve(task, requests_r, answers_w), [requests_w, answers_r, *self._answers])
         os.close(answers_w)
         try:
             import fcntl
