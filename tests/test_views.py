@@ -106,8 +106,10 @@ def test_chatml_is_content_only():
 
 
 def test_per_profile_parser_is_built_once(kimi, profile):
-    from pipeline.core.views import _parser_for
+    """A view's parsers are built once per bound profile, not per sample."""
+    from pipeline.core.views import _bound
 
-    tokenizer = kimi
-    assert _parser_for(profile) is _parser_for(profile)
-    assert _parser_for(profile) is _parser_for(bind_profile("kimi-k2.5", tokenizer))  # same marker texts
+    bound = _bound(profile, "sglang")
+    assert _bound(profile, "sglang") is bound and bound.reasoning is not None and bound.tools is not None
+    api_view(kimi_ids(kimi, profile, "r", "c"), "stop", profile, kimi)
+    assert profile.bound_views["sglang"] is bound

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .profiles import Profile
+if TYPE_CHECKING:  # a type only: the gpt-oss family's layout imports this module while families load
+    from .profiles import Profile
 
 __all__ = ["Span", "ToolCallSpans", "OutputLayout", "split_output"]
 

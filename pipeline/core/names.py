@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from .families import SPECS
 
-__all__ = ["PROFILE_NAMES", "VIEW_NAMES"]
+__all__ = ["PROFILE_NAMES", "VIEW_NAMES", "profile_views"]
 
 PROFILE_NAMES: tuple[str, ...] = tuple(spec.name for spec in SPECS)
-VIEW_NAMES: tuple[str, ...] = ("sglang", "sglang-legacy", "vllm-spaces")  # each profile lists those it has
+# Every view some profile has, in the order the families declare them.
+VIEW_NAMES: tuple[str, ...] = tuple(dict.fromkeys(name for spec in SPECS for name in spec.views))
+
+
+def profile_views(profile: str) -> tuple[str, ...]:
+    """The views a profile has (empty for an unknown profile)."""
+    return next((tuple(spec.views) for spec in SPECS if spec.name == profile), ())

@@ -4,8 +4,8 @@ A profile names the marker texts of a model's assistant turn. Ids are never writ
 ``bind_profile`` encodes each marker's text through the tokenizer and checks the result
 against the tokenizer's special-token table, so a wrong id cannot be configured by hand.
 Each family's specs live in its module under ``pipeline.core.families``; adding a model is a
-``ProfileSpec`` there (marker texts, stop texts, tool-call template as data) plus, when its server
-parses text differently from the ones already restated, one small parse function.
+``ProfileSpec`` there (marker texts, stop texts, tool-call template as data, and its views: the
+engines serving it, by their parsers' names, ``pipeline.core.engines``).
 """
 
 from __future__ import annotations
@@ -59,15 +59,14 @@ class Profile:
         return (self.ids["stop"], *(self.ids[f"stop.{n}"] for n in range(2, len(self.spec.stop_texts) + 1)))
 
     @functools.cached_property
-    def kept_stop_ids(self) -> frozenset[int]:
-        """Stop ids the server leaves in the decoded text (``ProfileSpec.text_keeps_stops``)."""
-        kept = self.spec.text_keeps_stops
-        return frozenset(self.ids[r] for r, t in self.texts.items() if t in kept and (r == "stop" or r.startswith("stop.")))
-
-    @functools.cached_property
     def texts_key(self) -> tuple[tuple[str, str], ...]:
         """The marker texts as a hashable key (role, text), sorted: for caches of what depends on them."""
         return tuple(sorted(self.texts.items()))
+
+    @functools.cached_property
+    def bound_views(self) -> dict:
+        """This profile's views bound to its markers, by name (filled by ``pipeline.core.views``)."""
+        return {}
 
     @property
     def marker_ids(self) -> frozenset[int]:

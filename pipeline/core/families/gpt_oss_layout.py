@@ -29,8 +29,12 @@ from dataclasses import dataclass
 
 from ..layout import CONTENT, MARKER, REASONING, STOP, TOOL_ARGUMENTS, TOOL_CALL_ID
 from ..layout import OutputLayout, Span, ToolCallSpans
-from ..tokenizer import Tokenizer
-from .gpt_oss import RECIPIENT
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..tokenizer import Tokenizer
+
+RECIPIENT = "functions.{name}"  # how the model addresses a declared function
 
 __all__ = ["HarmonyIds", "HarmonyFormatError", "bind", "harmony_ids", "reconstruct", "split_harmony"]
 

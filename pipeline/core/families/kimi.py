@@ -1,9 +1,17 @@
-"""Kimi K2 / K2.5 and plain ChatML (SmolLM2): their profiles. Their `sglang` view is SGLang's
-``kimi_k2`` parsers, restated in ``pipeline.core.views`` (the default when a spec has no ``parse_text``)."""
+"""Kimi K2 / K2.5 and plain ChatML (SmolLM2): their profiles and the engines serving them (their views).
+SGLang serves Kimi with ``--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`` (``engines/sglang_kimi.py``)."""
 
 from __future__ import annotations
 
+from ..engines.view import Decode, View, sglang, sglang_legacy
 from .spec import ProfileSpec, ToolCallFormat
+
+
+def _views(reasoning: str | None, tool: str | None) -> dict[str, View]:
+    served = sglang(reasoning, tool, call_id="functions.{name}:{index}")  # serving_chat rebuilds Kimi's ids
+    spaces = View("sglang", "vllm-spaces", reasoning, tool, Decode(detokenizer="spaces"), served.assembly)
+    return {"sglang": served, "sglang-legacy": sglang_legacy(served), "vllm-spaces": spaces}
+
 
 _KIMI_TOOL_MARKERS = {
     "tool_calls_begin": "<|tool_calls_section_begin|>",
@@ -28,7 +36,6 @@ _KIMI_COMMON = dict(
     ),
     tool_call_id_template="functions.{name}:{index}",
     tool_call_id_pattern=r"functions\.[^:\s]+:\d+",
-    views=("sglang", "sglang-legacy", "vllm-spaces"),
 )
 
 SPECS = (
@@ -41,6 +48,7 @@ SPECS = (
         # Kimi K2.5's tokenizer class: tools deep-sorted, declared in TypeScript (tools_ts_str), thinking on.
         tools_preprocess=("deep-sort", "kimi-typescript"),
         chat_template_kwargs={"thinking": True, "preserve_thinking": False},
+        views=_views("kimi_k2", "kimi_k2"),
         description="Kimi K2.5 with thinking: the prompt ends <|im_assistant|>assistant<|im_middle|><think>, "
         "so the output is reasoning, </think>, content, tool-call section, <|im_end|>.",
         **_KIMI_COMMON,
@@ -50,6 +58,7 @@ SPECS = (
         default_tokenizer="moonshotai/Kimi-K2-Instruct",
         markers={**_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
         prompt_markers=_KIMI_PROMPT_MARKERS,
+        views=_views(None, "kimi_k2"),
         tools_preprocess=("deep-sort",),  # Kimi K2's tokenizer class key-sorts the tools; JSON declarations
         description="Kimi K2 Instruct: content, tool-call section, <|im_end|>; no thinking.",
         **_KIMI_COMMON,
@@ -60,6 +69,6 @@ SPECS = (
         markers={"stop": "<|im_end|>"},
         prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
         description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
-        views=("sglang", "sglang-legacy", "vllm-spaces"),
+        views=_views(None, None),
     ),
 )

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engines.view import View
+
 __all__ = ["ProfileSpec", "ToolCallFormat", "OwnLayout", "OUTPUT_ROLES", "FIELDS"]
 
 # Marker roles that structure an assistant output. Prompt-only roles live in ``prompt_markers``.
@@ -83,13 +85,9 @@ class ProfileSpec:
     # pipeline.core.render.TOOL_STEPS, in order; chat_template_kwargs are the template variables it sets.
     tools_preprocess: tuple[str, ...] = ()
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    # API views this profile has (pipeline.core.views), and, for a family whose server parsers are not
-    # Kimi's, the function that parses decoded output text as its `sglang` view:
-    # parse(text, texts, cut) -> (reasoning, content, [(name, arguments)]).
-    views: tuple[str, ...] = ("sglang",)
-    parse_text: Callable | None = None
-    # Stop tokens the server leaves in the decoded text (SGLang keeps gpt-oss's <|call|> for its parser).
-    text_keeps_stops: tuple[str, ...] = ()
+    # The views this profile has, by name (pipeline.core.views): each a declared engine serving it
+    # (pipeline.core.engines.view.View: its parsers by the server's names, decode options, assembly).
+    views: Mapping[str, View] = field(default_factory=dict)
     own_layout: OwnLayout | None = None
 
     @property

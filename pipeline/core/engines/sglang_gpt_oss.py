@@ -20,7 +20,7 @@ detokenizer keeps when the tool-call parser is ``gpt-oss``. Both parsers then ru
   and re-serialised ``json.dumps(..., ensure_ascii=False)``; content is the other blocks' text
   joined with single spaces and ``.strip()``ped; the API invents each call's id (``call_`` + 24 hex).
 
-This module restates the parser's one-shot path; ``tests/test_sglang_gpt_oss_differential.py`` runs
+This module restates the parser's one-shot path (registered as the `gpt-oss` reasoning and tool-call parsers); ``tests/test_sglang_gpt_oss_differential.py`` runs
 sglang's own parser on the same ids. Not restated: the text-only fallback (``TextStrategy``), used
 when the text holds neither ``<|channel|>`` nor ``<|start|>`` but names a channel in words; here such
 text is content.
@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Mapping
 
-__all__ = ["parse_sglang", "harmony_events"]
+__all__ = ["GptOssReasoning", "GptOssTools", "harmony_events"]
 
 _KINDS = {"start": "START", "channel": "CHANNEL", "message": "MESSAGE", "constrain": "CONSTRAIN",
           "end": "END", "call": "CALL", "stop": "RETURN"}
@@ -241,28 +241,46 @@ def _filtered(events, state, ends_with_call):
     return kept
 
 
-def parse_sglang(text: str, texts: Mapping[str, str]) -> tuple[str | None, str, list[tuple[str, str]]]:
-    """(reasoning or None, content, [(name, arguments)]) as SGLang 0.5.23 returns them for the decoded
-    output text (stop token already trimmed, ``<|call|>`` kept). Every name called is taken to be a
-    declared tool (the view has no request)."""
-    events = harmony_events(text, texts)
-    reasoning = "".join(content for kind, content, _ in events if kind == "reasoning")
-    normal = "".join(raw or content for kind, content, raw in events if kind in ("normal", "tool_call"))
-    bot = texts["start"] + "assistant" + texts["channel"] + "commentary"
-    if bot not in normal:
-        return reasoning or None, normal, []
-    calls: list[tuple[str, str]] = []
-    parts: list[str] = []
-    for kind, content, raw in harmony_events(normal, texts):
-        if kind == "normal":
-            parts.append(content)
-        elif kind == "tool_call":
-            m = _CALL_ARGS.search(raw or content)
-            if m is None:
-                continue
-            try:
-                arguments = json.loads(m.group(2)) if m.group(2).strip() else {}
-            except json.JSONDecodeError:
-                continue
-            calls.append((m.group(1).split(".")[-1], json.dumps(arguments, ensure_ascii=False)))
-    return reasoning or None, " ".join(parts).strip(), calls
+class GptOssReasoning:
+    """``--reasoning-parser gpt-oss``: (reasoning or None, the other blocks' text, a call block's raw text)."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self, profile):
+        self.texts = dict(profile.texts)
+
+    def __call__(self, text: str) -> tuple[str | None, str]:
+        events = harmony_events(text, self.texts)
+        reasoning = "".join(content for kind, content, _ in events if kind == "reasoning")
+        normal = "".join(raw or content for kind, content, raw in events if kind in ("normal", "tool_call"))
+        return reasoning or None, normal
+
+
+class GptOssTools:
+    """``--tool-call-parser gpt-oss``: (content, calls) from the reasoning parser's normal text. Every name
+    called is taken to be a declared tool (the view has no request)."""
+
+    __slots__ = ("texts", "bot")
+
+    def __init__(self, profile):
+        self.texts = dict(profile.texts)
+        self.bot = self.texts["start"] + "assistant" + self.texts["channel"] + "commentary"
+
+    def __call__(self, normal: str) -> tuple[str, list[tuple[str, str, None]]]:
+        if self.bot not in normal:
+            return normal, []
+        calls: list[tuple[str, str, None]] = []
+        parts: list[str] = []
+        for kind, content, raw in harmony_events(normal, self.texts):
+            if kind == "normal":
+                parts.append(content)
+            elif kind == "tool_call":
+                m = _CALL_ARGS.search(raw or content)
+                if m is None:
+                    continue
+                try:
+                    arguments = json.loads(m.group(2)) if m.group(2).strip() else {}
+                except json.JSONDecodeError:
+                    continue
+                calls.append((m.group(1).split(".")[-1], json.dumps(arguments, ensure_ascii=False), None))
+        return " ".join(parts).strip(), calls

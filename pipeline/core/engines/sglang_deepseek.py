@@ -1,0 +1,47 @@
+"""SGLang 0.5.23's ``deepseekv3`` tool-call parser, restated (``DeepSeekV3Detector.detect_and_parse`` and
+serving_chat, non-streaming; DeepSeek-V3 has no reasoning parser).
+
+With ``<｜tool▁calls▁begin｜>`` in the text, content is the text before it, ``.strip()``ped; each
+``<｜tool▁call▁begin｜>.*?<｜tool▁call▁end｜>`` is matched against
+``<｜tool▁call▁begin｜>(.*)<｜tool▁sep｜>(.*)\\n```json\\n(.*)\\n```<｜tool▁call▁end｜>``; the name is group 2
+(it must be a declared tool: the view assumes every name the model calls was declared), the
+arguments group 3, ``json.loads``ed and re-serialised ``json.dumps(args or {}, ensure_ascii=False)``.
+Any call that does not match or is not JSON makes SGLang return the whole text as content, no calls.
+``tests/test_sglang_differential_families.py`` runs sglang's own detector on the same ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+__all__ = ["DeepSeekV3Tools"]
+
+
+class DeepSeekV3Tools:
+    __slots__ = ("bot", "find_calls", "detail")
+
+    def __init__(self, profile):
+        t = profile.texts
+        self.bot = t["tool_calls_begin"]
+        b, e, s = re.escape(t["tool_call_begin"]), re.escape(t["tool_call_end"]), re.escape(t["tool_sep"])
+        self.find_calls = re.compile(f"{b}.*?{e}", re.DOTALL)
+        self.detail = re.compile(f"{b}(.*){s}(.*)\n```json\n(.*)\n```{e}", re.DOTALL)
+
+    def __call__(self, text: str) -> tuple[str, list[tuple[str, str, None]]]:
+        idx = text.find(self.bot)
+        if idx < 0:
+            return text, []
+        calls: list[tuple[str, str, None]] = []
+        for match in self.find_calls.findall(text):
+            m = self.detail.search(match)
+            if m is None:
+                return text, []
+            try:
+                arguments = json.loads(m.group(3))
+            except ValueError:
+                return text, []
+            name = m.group(2)
+            if name:
+                calls.append((name, json.dumps(arguments or {}, ensure_ascii=False), None))
+        return text[:idx].strip(), calls

@@ -1,0 +1,87 @@
+"""A view as data: which engine, which of its parsers (by the names its server flags take), how it
+decodes the output ids and how it assembles the response. A leaf module: the families declare their
+views with it, and checking a manifest reads the names without importing any parser."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Decode", "Assembly", "View"]
+
+
+@dataclass(frozen=True)
+class Decode:
+    """How the engine turns output ids into the text its parsers see."""
+
+    # The engine's detokenizer: "whole" decodes all ids at once, invalid UTF-8 as U+FFFD (SGLang);
+    # "incremental" is vLLM's, which holds back an incomplete character at the end of the output.
+    detokenizer: str = "whole"
+    skip_special_tokens: bool = False
+    # vLLM's default; it puts spaces only where the tokenizer *class* decodes through Python
+    # (transformers' slow path: Kimi's TikTokenTokenizer), around the class's special tokens.
+    spaces_between_special_tokens: bool = False
+    # The texts the tokenizer class treats as special (bos/eos/unk/pad and additional_special_tokens):
+    # skipped with skip_special_tokens, spaced with spaces_between_special_tokens, and deleted from
+    # the text by vLLM's parser engine when they are not the parser's own markers. None: none.
+    class_special: tuple[str, ...] | None = None
+    # Stop tokens whose text the detokenizer keeps (SGLang keeps gpt-oss's <|call|> for its parser).
+    keeps_stops: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """How the chat endpoint builds the message from the parsers' results."""
+
+    # The id of a call the parser gave none: a format of ``name`` and ``index`` (the call's position).
+    call_id: str = "call_{index:024x}"
+    # Whether a call id the parser read from the output is kept (vLLM's Kimi parser) or replaced.
+    keeps_parser_call_id: bool = False
+    # finish_reason "tool_calls" whenever calls were parsed, even after a length cut (vLLM).
+    tool_calls_finish_over_length: bool = False
+    # What an empty content is sent as: "" (SGLang) or None (vLLM).
+    empty_content: str | None = ""
+    # SGLang before PR #24251: .strip() on the reasoning and on the text after it.
+    strip_reasoning_split: bool = False
+
+
+@dataclass(frozen=True)
+class View:
+    """One engine serving one model family: parsers named as the server's flags name them
+    (``--reasoning-parser`` / ``--tool-call-parser``), its decode options and assembly rules."""
+
+    engine: str  # "sglang" or "vllm": the registry the parsers come from
+    version: str
+    reasoning_parser: str | None = None
+    tool_parser: str | None = None
+    decode: Decode = Decode()
+    assembly: Assembly = Assembly()
+    note: str = ""  # what the README says about it
+
+    @property
+    def flags(self) -> str:
+        """The server flags this view stands for."""
+        parts = []
+        if self.reasoning_parser:
+            parts.append(f"--reasoning-parser {self.reasoning_parser}")
+        if self.tool_parser:
+            parts.append(f"--tool-call-parser {self.tool_parser}")
+        return " ".join(parts) or "(no parsers)"
+
+
+SGLANG_VERSION = "0.5.23"
+VLLM_VERSION = "0.32.0"
+
+
+def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops: tuple[str, ...] = (),
+           call_id: str = "call_{index:024x}") -> View:
+    """SGLang 0.5.23 serving with these parsers: the whole output decoded with its special tokens
+    (``skip_special_tokens`` is off whenever a parser runs), the matched stop trimmed, empty reasoning
+    sent as null (``serving_chat``: ``reasoning_text if reasoning_text ... else None``), ``finish_reason``
+    "length" after a cut, else "tool_calls" when calls were parsed."""
+    return View("sglang", SGLANG_VERSION, reasoning, tool, Decode(keeps_stops=keeps_stops), Assembly(call_id=call_id))
+
+
+def sglang_legacy(view: View) -> View:
+    """The same server before SGLang PR #24251 (2026-05): reasoning and the text after it ``.strip()``ped."""
+    return View(view.engine, "before PR #24251", view.reasoning_parser, view.tool_parser, view.decode,
+                Assembly(**{**view.assembly.__dict__, "strip_reasoning_split": True}))
