@@ -103,7 +103,11 @@ class DatasetRun:
         if self._index is not None and self._index.sha256 is not None:
             golden[SAMPLES_FILE] = self._index.sha256
         judge = self._setup[0] if self._setup is not None else None
-        return Pins(golden, dict(judge.tokenizer.file_digests) if judge is not None else {})
+        if judge is None:
+            return Pins(golden)
+        from pipeline.core.render import template_pin
+
+        return Pins(golden, dict(judge.tokenizer.file_digests), template_pin(judge.tokenizer))
 
     @property
     def fd(self) -> int:
@@ -142,6 +146,9 @@ class DatasetRun:
         except Exception as e:  # noqa: BLE001
             return None, f"{self.dir / 'manifest.json'}: field 'profile': {e}"
         explain = self.explain(tokenizer, profile) if self.explain is not None else None
+        from pipeline.core.render import template_pin
+
+        template_pin(tokenizer)  # the chat template read (and pinned) once, before judges fork
         return Judge(profile, tokenizer, self.view, self.manifest.accept, explain=explain), None
 
     @property

@@ -150,3 +150,52 @@ def test_code_fingerprint_includes_what_family_views_depend_on():
     versions = library_versions()
     assert versions["python"] == platform.python_version()
     assert {"tiktoken", "tokenizers"} <= set(versions)
+
+
+# -- what the prompt depends on (issue 23): the chat template file, the render settings, the renderers --
+@pytest.fixture
+def own_template(tmp_path) -> tuple[Path, Path]:
+    """A dataset whose tokenizer folder (a copy of Kimi K2.5's) holds its own chat_template.jinja."""
+    import shutil
+
+    tok_dir = tmp_path / "kimi-copy"
+    shutil.copytree(KIMI.source, tok_dir)
+    samples = [{"id": "a", "output_ids": KIMI.encode_ordinary("hi") + [163607, 163586], "finish_reason": "stop"}]
+    manifest = {"name": "G1", "profile": "kimi-k2.5", "tokenizer": str(tok_dir), "source": "tests/test_gate.py"}
+    return write_dataset(tmp_path / "golden" / "G1_demo", manifest, samples), tok_dir
+
+
+def test_record_pins_the_chat_template_render_settings_and_renderer_versions(own_template, tmp_path):
+    from pipeline.core.pins import file_sha256
+
+    dataset, tok_dir = own_template
+    tok = load_tokenizer(str(tok_dir))
+    path = open_record(dataset, tmp_path / "state", tokenizer_spec=str(tok_dir), tokenizer_fingerprint=tok.fingerprint)
+    record = json.loads(path.read_text())
+    jinja = str((tok_dir / "chat_template.jinja").resolve())
+    assert record["template_files"] == {jinja: file_sha256(jinja)}
+    assert record["render"] == {"chat_template_kwargs": {"thinking": True, "preserve_thinking": False},
+                                "tools_preprocess": ["deep-sort", "kimi-typescript"]}
+    assert {"transformers", "jinja2", "openai-harmony"} <= set(record["libraries"])
+    assert check(dataset, tmp_path / "state").open
+
+
+def test_one_character_template_edit_closes_the_gate_and_names_the_file(own_template, tmp_path):
+    dataset, tok_dir = own_template
+    tok = load_tokenizer(str(tok_dir))
+    open_record(dataset, tmp_path / "state", tokenizer_spec=str(tok_dir), tokenizer_fingerprint=tok.fingerprint)
+    jinja = tok_dir / "chat_template.jinja"
+    text = jinja.read_text()
+    jinja.write_text(text.replace("<|im_end|>", "<|im_end|> ", 1))  # one character
+    status = check(dataset, tmp_path / "state")
+    assert not status.open
+    assert f"chat template {jinja.resolve()} changed since the green run" in status.message
+
+
+def test_changed_render_settings_close_the_gate(dataset, tmp_path):
+    path = open_record(dataset, tmp_path / "state")
+    record = json.loads(path.read_text())
+    record["render"]["chat_template_kwargs"]["thinking"] = False  # as if opened with other template variables
+    path.write_text(json.dumps(record))
+    status = check(dataset, tmp_path / "state")
+    assert not status.open and "the render settings of profile kimi-k2.5 changed" in status.message

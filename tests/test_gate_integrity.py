@@ -62,6 +62,18 @@ def test_tokenizer_file_edited_during_the_run_keeps_the_gate_closed(pytester):
     assert f"tokenizer file {(tok_dir / 'tokenizer_config.json').resolve()} changed since it was loaded" in rec["reason"]
 
 
+def test_chat_template_edited_during_the_run_keeps_the_gate_closed_and_is_named(pytester):
+    tok_dir = pytester.path / "tok"
+    shutil.copytree(KIMI.source, tok_dir)
+    make_dataset(pytester.path, "P2_tmpl", exact_samples(2), tokenizer=str(tok_dir))
+    edit_test(pytester, tok_dir / "chat_template.jinja", b" ")  # one character
+    result = run(pytester, "--tokfidelity-dataset=P2", "test_edit.py")
+    result.assert_outcomes(passed=4 + 2 + 1)
+    rec = record(pytester, "P2_tmpl")
+    assert rec["status"] == "closed"
+    assert f"chat template {(tok_dir / 'chat_template.jinja').resolve()} changed since it was read" in rec["reason"]
+
+
 def test_snapshot_edited_during_the_run_keeps_the_gate_closed(pytester):
     path = make_dataset(pytester.path, "P3_snap", exact_samples(2) + [split_sample()], max_known_divergence_rate=0.5)
     run(pytester, "--tokfidelity-dataset=P3", "--snapshot-update")
@@ -78,6 +90,8 @@ def test_the_record_holds_the_hashes_of_what_was_read(pytester):
     assert rec["status"] == "open"
     assert rec["golden_files"] == gate.golden_file_hashes(path)
     assert rec["tokenizer_files"] == KIMI.file_digests and rec["tokenizer_files"]
+    jinja = str((Path(KIMI.source) / "chat_template.jinja").resolve())
+    assert list(rec["template_files"]) == [jinja] and rec["template_files"][jinja] == gate.file_sha256(jinja)
 
 
 def test_a_sample_line_changed_in_place_after_indexing_fails_its_own_test(tmp_path):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .decision import Completeness, Counts, Decision, decide
-from .pins import Pins, changed_files, file_sha256, golden_file_hashes
+from .pins import Pins, changed_files, file_sha256, golden_file_hashes, template_changes
 
 __all__ = [
     "GateStatus",
@@ -55,7 +55,8 @@ VERDICT_PACKAGES = ("pipeline/core", "pytest_tokfidelity")
 # Libraries a verdict depends on: the tokenizers, and openai-harmony (renders and checks gpt-oss layouts).
 # The Python version stands for its json module, with which the qwen3/deepseek-v3 views re-serialise
 # tool-call arguments as SGLang does (number formatting, escapes).
-TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers", "openai-harmony")
+# transformers (render_jinja_template) and jinja2 render every chat template; openai-harmony renders gpt-oss's.
+TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers", "openai-harmony", "transformers", "jinja2")
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,7 @@ def check_gate(
     if record.get("format") != RECORD_FORMAT:
         return closed(name, f"{where} has record format {record.get('format')!r}, this code writes {RECORD_FORMAT}")
 
-    damaged = [k for k in ("golden_files", "code_files", "libraries", "counts") if not isinstance(record.get(k, {}), dict)]
+    damaged = [k for k in ("golden_files", "code_files", "libraries", "counts", "template_files") if not isinstance(record.get(k, {}), dict)]
     if damaged:
         return closed(name, f"{where} is damaged (field {damaged[0]!r} is not an object)")
     option_problems = _option_problems(record, profile, view)
@@ -336,6 +337,7 @@ def check_gate(
         if (why := _tokenizer_problem(tokenizer or manifest.tokenizer, record)) is not None:
             problems.append(why)
 
+    problems += _render_problems(record)
     problems += changed_files("source", record.get("code_files", {}), code_file_hashes())
     problems += changed_files("library", record.get("libraries", {}), library_versions())
 
@@ -355,11 +357,44 @@ def check_gate(
 # ------------------------------------------------------------------------------------------
 # CI shards (shards.py): shard records, and the merge that opens the gate from them
 # ------------------------------------------------------------------------------------------
+def _render_pins(tokenizer_spec, profile, pins: Pins | None) -> tuple[dict[str, str], dict[str, Any] | None]:
+    """The chat template file a run rendered prompts with (from its pins; else read now) and the
+    render settings of its profile."""
+    from .render import render_settings, template_pin
+
+    template = dict(pins.template) if pins is not None else {}
+    if not template and tokenizer_spec:
+        try:
+            from .tokenizer import load_tokenizer
+
+            template = template_pin(load_tokenizer(tokenizer_spec))
+        except Exception:  # noqa: BLE001 - no tokenizer: nothing rendered, nothing to pin
+            template = {}
+    try:
+        from .profiles import get_profile_spec
+
+        settings = render_settings(get_profile_spec(profile)) if profile else None
+    except (KeyError, ValueError):
+        settings = None
+    return template, settings
+
+
+def _render_problems(record: Mapping[str, Any]) -> list[str]:
+    """The chat template file or render settings that differ from what the record pinned."""
+    problems = template_changes(record.get("template_files") or {}, "since the green run")
+    if "render" in record and record.get("profile"):
+        _, settings = _render_pins(None, record.get("profile"), None)
+        if settings != record.get("render"):
+            problems.append(f"the render settings of profile {record.get('profile')} changed: {record.get('render')} -> {settings}")
+    return problems
+
+
 def _pinned_fields(dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, profile, view, pins: Pins | None) -> dict[str, Any]:
     """What a record pins: golden files, tokenizer, profile, view, code and libraries."""
     golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
     code = code_file_hashes()
     libs = library_versions()
+    template, settings = _render_pins(tokenizer_spec, profile, pins)
     return {
         "dataset_dir": str(dataset_dir.resolve()),
         "golden_files": golden,
@@ -367,6 +402,8 @@ def _pinned_fields(dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, pro
         "tokenizer": tokenizer_spec,
         "tokenizer_fingerprint": tokenizer_fingerprint,
         "tokenizer_files": dict(pins.tokenizer) if pins is not None else {},
+        "template_files": template,  # the chat template the prompts were rendered with, as read
+        "render": settings,  # the render's keyword arguments: the profile's template variables and tool steps
         "profile": profile,
         "view": view,
         "code_files": code,
@@ -421,6 +458,7 @@ def _merged_problems(dataset_dir: Path, manifest: Any, shards: Mapping[int, Any]
     problems = [f"{n} since the shards ran" for n in changed_files("golden file", ref.get("golden_files") or {}, golden_file_hashes(dataset_dir))]
     problems += [f"{n} since the shards ran" for n in changed_files("source", ref.get("code_files") or {}, code_file_hashes())]
     problems += [f"{n} since the shards ran" for n in changed_files("library", ref.get("libraries") or {}, library_versions())]
+    problems += template_changes(ref.get("template_files") or {}, "since the shards ran")
     merged, checks = Counts(), None
     for index, shard in sorted(shards.items()):
         try:
@@ -475,7 +513,7 @@ def merge_shards(
         dataset_dir, state_dir=state, tokenizer_spec=ref["tokenizer"], tokenizer_fingerprint=ref["tokenizer_fingerprint"],
         profile=ref["profile"], view=ref["view"], counts=merged,
         pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
-        pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {})),
+        pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {})),
     )
     return GateStatus(
         True, name,

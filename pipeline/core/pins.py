@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Pins", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes"]
+__all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes"]
 
 _SKIPPED_SUFFIXES = (".lock", ".tmp")
 
@@ -72,17 +72,20 @@ def changed_files(label: str, recorded: Mapping[str, str], now: Mapping[str, str
 
 @dataclass
 class Pins:
-    """sha256 of the bytes a run read: dataset files by relative path, tokenizer files by path."""
+    """sha256 of the bytes a run read: dataset files by relative path, tokenizer files by path, and
+    the file the chat template was read from (``chat_template.jinja``, ``tokenizer_config.json`` or a
+    GGUF) by path."""
 
     golden: dict[str, str] = field(default_factory=dict)
     tokenizer: dict[str, str] = field(default_factory=dict)
+    template: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, dict[str, str]]:
-        return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer)}
+        return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer), "template": dict(self.template)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Mapping[str, str]]) -> "Pins":
-        return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})))
+        return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})), dict(d.get("template", {})))
 
     def changes(self, dataset_dir: str | os.PathLike) -> list[str]:
         """What differs on disk now from what was read ([] when nothing does)."""
@@ -95,4 +98,18 @@ class Pins:
                 continue
             if now != digest:
                 notes.append(f"tokenizer file {path} changed since it was loaded")
-        return notes
+        return notes + template_changes(self.template, "since it was read")
+
+
+def template_changes(pinned: Mapping[str, str], when: str) -> list[str]:
+    """The pinned chat-template files that differ on disk now, each named."""
+    notes = []
+    for path, digest in sorted(pinned.items()):
+        try:
+            now = file_sha256(path)
+        except OSError as e:
+            notes.append(f"chat template {path} cannot be read any more ({e.strerror or type(e).__name__})")
+            continue
+        if now != digest:
+            notes.append(f"chat template {path} changed {when}")
+    return notes

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TokfidelityError
+from .pins import sha256_bytes
 from .kimi_tools_ts import deep_sort, tools_typescript
 from .profiles import Profile
 from .tokenizer import Tokenizer
 
-__all__ = ["RenderError", "chat_template", "special_token_variables", "template_inputs", "render_text", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "render_prompt", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -56,10 +57,13 @@ class _TemplateFiles:
     templates: dict[str, str]  # name -> template ("default", and "tool_use" where a config names it)
     where: str
     special_tokens: dict[str, Any]  # bos_token... -> text, or (GGUF) id
+    pin: dict[str, str]  # the file the templates were read from -> sha256 of the bytes read (the gate pins it)
 
 
 def _gguf(path: Path) -> _TemplateFiles | None:
     import gguf
+
+    from .pins import file_sha256
 
     fields = gguf.GGUFReader(str(path)).fields
     field = fields.get("tokenizer.chat_template")
@@ -70,12 +74,12 @@ def _gguf(path: Path) -> _TemplateFiles | None:
         f = fields.get(f"tokenizer.ggml.{key}_token_id")
         if f is not None:
             ids[name] = int(f.parts[f.data[0]][0])
-    return _TemplateFiles({"default": bytes(field.parts[field.data[0]]).decode("utf-8")}, f"{path} (tokenizer.chat_template)", ids)
+    return _TemplateFiles({"default": bytes(field.parts[field.data[0]]).decode("utf-8")}, f"{path} (tokenizer.chat_template)", ids,
+                          {str(path.resolve()): file_sha256(path)})
 
 
-def _config(config: Path) -> tuple[dict[str, str], dict[str, str]]:
-    with open(config, encoding="utf-8") as f:
-        data = json.load(f)
+def _config(data: bytes) -> tuple[dict[str, str], dict[str, str]]:
+    data = json.loads(data)
     value = data.get("chat_template")
     if isinstance(value, str):
         named = {"default": value}
@@ -104,11 +108,13 @@ def _template_files(source: str) -> _TemplateFiles:
     else:
         folder = path.parent if path.is_file() else path
         jinja, config = folder / "chat_template.jinja", folder / "tokenizer_config.json"
-        named, special = _config(config) if config.is_file() else ({}, {})
+        config_bytes = config.read_bytes() if config.is_file() else None
+        named, special = _config(config_bytes) if config_bytes is not None else ({}, {})
         if jinja.is_file():
-            return _TemplateFiles({"default": jinja.read_text(encoding="utf-8")}, str(jinja), special)
+            data = jinja.read_bytes()  # the bytes rendered are the bytes pinned
+            return _TemplateFiles({"default": data.decode("utf-8")}, str(jinja), special, {str(jinja.resolve()): sha256_bytes(data)})
         if named:
-            return _TemplateFiles(named, f"{config} (chat_template)", special)
+            return _TemplateFiles(named, f"{config} (chat_template)", special, {str(config.resolve()): sha256_bytes(config_bytes)})
         tried += [str(jinja), f"{config} (chat_template)"]
     raise RenderError("chat_template", f"no chat template for the tokenizer from {source}; looked at: {'; '.join(tried)}. "
                       "Put the model's chat_template.jinja beside its tokenizer files")
@@ -122,6 +128,20 @@ def chat_template(tokenizer: Tokenizer, tools: Sequence | None = None) -> tuple[
     if name not in files.templates:
         raise RenderError("chat_template", f"{files.where} has templates {sorted(files.templates)} but no 'default'")
     return files.templates[name], files.where if len(files.templates) == 1 else f"{files.where}[{name}]"
+
+
+def template_pin(tokenizer: Tokenizer) -> dict[str, str]:
+    """The file this tokenizer's chat template is read from -> sha256 of the bytes read (once per
+    process, so the pin is of what every render in it used); {} when it has none."""
+    try:
+        return dict(_template_files(tokenizer.source).pin)
+    except RenderError:
+        return {}
+
+
+def render_settings(spec) -> dict[str, Any]:
+    """What a render depends on besides the template: a profile's (spec's) template variables and tool steps."""
+    return {"chat_template_kwargs": dict(spec.chat_template_kwargs), "tools_preprocess": list(spec.tools_preprocess)}
 
 
 def special_token_variables(tokenizer: Tokenizer) -> dict[str, str]:
