@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, Verdict
 
+from .judge_watch import JudgeStuck
 from .snapshots import snapshot_assertion, snapshot_file
 
 __all__ = ["Checks"]
@@ -63,6 +64,8 @@ class Checks:
         if isinstance(verdict, BaseException):
             counts.bad_input += 1
             self._record(ds, position, verdict, "bad-input")
+            if isinstance(verdict, JudgeStuck):  # not the sample's error: no traceback of the plugin
+                pytest.fail(str(verdict), pytrace=False)
             raise verdict
         counts.tokens += verdict.n_tokens
         kind = verdict.kind

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,10 +172,11 @@ class DatasetRun:
             self._fd = None
 
     # -- judging: on a judging thread or in a judging process; it changes nothing here -----------
-    def judge_positions(self, positions: list[int]) -> Judged:
+    def judge_positions(self, positions: list[int], began: Callable[[], None] | None = None) -> Judged:
         """Verdicts on the samples at ``positions``, with the vocabulary and stop checks run on
         them. An exact sample's ids came out of the tokenizer, so only others need the vocabulary
-        check; a sample whose judging failed on ids outside the vocabulary gets that verdict."""
+        check; a sample whose judging failed on ids outside the vocabulary gets that verdict.
+        ``began`` is called before each sample (a judging process's progress, judge_watch.py)."""
         from pipeline.core.fidelity import stop_token_problems, vocabulary_problems
 
         judged = Judged()
@@ -185,6 +187,8 @@ class DatasetRun:
         stops = profile.stop_ids
         verdicts = judged.verdicts
         for p in positions:
+            if began is not None:
+                began()
             try:
                 sample = index.read(p, fd)
                 try:

@@ -12,7 +12,8 @@ A forked judge holds its datasets in the closure it was forked with (no module s
 requests from a pipe all judges share, and answers each on a pipe of its own, framed by its length
 and naming the request. It dies with its parent: the kernel kills it when the parent dies
 (``PR_SET_PDEATHSIG``), and it ends when the request pipe closes. A judge that dies is reported as
-``JudgeDied`` by the next result pytest waits for.
+``JudgeDied`` by the next result pytest waits for; one that is stopped, or stays on one sample past
+the deadline, as ``JudgeStuck`` (judge_watch.py).
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["JudgeDied", "ForkedJudges", "ThreadJudges", "ForkedCall", "can_fork"]
+from .judge_watch import TICK, JudgeStuck, Progress, Watch
 
-Task = Callable[[int, list[int]], Any]  # (dataset position, sample positions) -> Judged
+__all__ = ["JudgeDied", "JudgeStuck", "ForkedJudges", "ThreadJudges", "ForkedCall", "can_fork"]
+
+# (dataset position, sample positions, what to call before each sample or None) -> Judged
+Task = Callable[[int, list[int], Callable[[], None] | None], Any]
 _F_SETPIPE_SZ = 1031  # Linux: a bigger answer pipe lets a judge run further ahead
 
 
@@ -52,7 +56,7 @@ class ThreadJudges:
         self._task = task
 
     def submit(self, dataset: int, positions: list[int]):
-        return self._pool.submit(self._task, dataset, positions)
+        return self._pool.submit(self._task, dataset, positions, None)
 
     def shutdown(self) -> None:
         self._pool.shutdown(cancel_futures=True)
@@ -61,10 +65,11 @@ class ThreadJudges:
 class _Answer:
     """The result owed for one request, read by ``ForkedJudges.wait`` from whichever judge took it."""
 
-    __slots__ = ("pool", "value", "done")
+    __slots__ = ("pool", "value", "done", "number", "dataset", "positions")
 
-    def __init__(self, pool: "ForkedJudges"):
+    def __init__(self, pool: "ForkedJudges", number: int, dataset: int, positions: list[int]):
         self.pool, self.value, self.done = pool, None, False
+        self.number, self.dataset, self.positions = number, dataset, positions
 
     def result(self):
         if not self.done:
@@ -81,7 +86,7 @@ _REQUEST = struct.Struct(f"<QII{MAX_POSITIONS}I")  # 256 bytes
 _QUEUED = 128  # requests written and not yet answered, at most: far below what the pipe holds (64 KB)
 
 
-def _serve(task: Task, requests: int, answers: int) -> None:
+def _serve(task: Task, requests: int, answers: int, progress: Progress, slot: int) -> None:
     size = _REQUEST.size
     while True:
         request = os.read(requests, size)
@@ -90,8 +95,11 @@ def _serve(task: Task, requests: int, answers: int) -> None:
         if len(request) != size:  # cannot happen on Linux (see _REQUEST); a judge that sees it dies
             raise RuntimeError(f"a torn request ({len(request)} bytes)")
         number, dataset, count, *positions = _REQUEST.unpack(request)
-        data = pickle.dumps((number, task(dataset, positions[:count])), pickle.HIGHEST_PROTOCOL)
+        began = progress.marker(slot, number)
+        began()
+        data = pickle.dumps((number, task(dataset, positions[:count], began)), pickle.HIGHEST_PROTOCOL)
         _write_all(answers, _FRAME.pack(len(data)) + data)
+        progress.idle(slot)  # after the answer: a judge stopped before it still holds the request
 
 
 _FRAME = struct.Struct("<Q")  # an answer's length, before it
@@ -215,11 +223,15 @@ class ForkedJudges:
 
     The judges are forked with this process's heap frozen (``gc.freeze``, as the standard
     library's documentation advises before a fork): their collections then never walk the
-    objects they inherited, and so never copy the pages they share with this process."""
+    objects they inherited, and so never copy the pages they share with this process.
 
-    def __init__(self, n: int, task: Task):
+    ``deadline``: the seconds a judge may spend on one sample (None: no limit; a stopped judge is
+    still found, judge_watch.py)."""
+
+    def __init__(self, n: int, task: Task, deadline: float | None = None):
         requests_r, requests_w = os.pipe()
         self.pids: list[int] = []
+        self._progress = Progress(n)
         self._answers: list[int] = []  # each judge's answer pipe (read end)
         frozen_before = gc.get_freeze_count() > 0  # a caller's freeze stays as it was
         gc.freeze()
@@ -234,10 +246,13 @@ class ForkedJudges:
         self._number = 0
         self._owed: dict[int, _Answer] = {}  # request number -> its answer, for requests written
         self._unsent: deque[tuple[int, bytes]] = deque()  # (number, request) past _QUEUED
+        self._watch = Watch(self.pids, self._progress, deadline)
 
     def _fork(self, task: Task, requests_r: int, requests_w: int) -> None:
         answers_r, answers_w = os.pipe()
-        pid = _fork_process(lambda: _serve(task, requests_r, answers_w), [requests_w, answers_r, *self._answers])
+        slot = len(self.pids)
+        serve = lambda: _serve(task, requests_r, answers_w, self._progress, slot)  # noqa: E731
+        pid = _fork_process(serve, [requests_w, answers_r, *self._answers])
         os.close(answers_w)
         try:
             import fcntl
@@ -252,7 +267,7 @@ class ForkedJudges:
         if not 0 < len(positions) <= MAX_POSITIONS:
             raise ValueError(f"a request holds 1 to {MAX_POSITIONS} positions, not {len(positions)}")
         self._number += 1
-        answer = _Answer(self)
+        answer = _Answer(self, self._number, dataset, positions)
         request = _REQUEST.pack(self._number, dataset, len(positions), *positions, *[0] * (MAX_POSITIONS - len(positions)))
         self._unsent.append((self._number, request))
         self._owed[self._number] = answer
@@ -269,9 +284,12 @@ class ForkedJudges:
                 raise JudgeDied("the judging processes are gone") from None
 
     def wait(self, answer: _Answer) -> None:
-        """Read answers as they come, from any judge, until ``answer``'s."""
+        """Read answers as they come, from any judge, until ``answer``'s; JudgeStuck when a judge is
+        stopped or past the deadline (checked once a TICK while it has not come)."""
+        watch = self._watch
+        watch.start()
         while not answer.done:
-            ready, _, _ = select.select(self._answers, [], [])
+            ready, _, _ = select.select(self._answers, [], [], TICK)
             for fd in ready:
                 try:
                     number, value = pickle.loads(_read_frame(fd))
@@ -280,6 +298,10 @@ class ForkedJudges:
                 done = self._owed.pop(number)
                 done.value, done.done = value, True
             self._send()
+            if not answer.done and (stuck := watch.check(self._owed)):
+                numbers = dict.fromkeys([answer.number, *(held for _, held, _ in stuck if held is not None)])
+                affected = [(self._owed[n].dataset, self._owed[n].positions) for n in numbers if n in self._owed]
+                raise JudgeStuck("; ".join(why for _, _, why in stuck), [pid for pid, _, _ in stuck], affected)
 
     def shutdown(self) -> None:
         for close in (self._requests, *self._answers):
@@ -293,3 +315,4 @@ class ForkedJudges:
                 os.waitpid(pid, 0)
             except (ProcessLookupError, ChildProcessError):
                 pass
+        self._progress.close()

@@ -5,6 +5,11 @@ and an order that says which of a dataset's samples this process runs next, so t
 judged while pytest runs the tests before them. Two orders: a lone pytest runs its selected items
 in collection order (``LoneOrder``); an xdist worker runs what the controller queued for it
 (``XdistOrder``, through xdist_adapter.py).
+
+A judging process that dies is replaced by judging threads, and its samples judged again there. One
+that is stuck (stopped, or on one sample past ``--tokfidelity-sample-timeout``: judge_watch.py) is
+killed and replaced the same way, but the samples it held, and the one pytest was waiting for,
+fail, naming it and the deadline: the run is not green, so the gate does not open.
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ from __future__ import annotations
 import pickle
 import traceback
 import warnings
+from concurrent.futures import Future
 from typing import Any, Protocol
 
-from .judge_pools import ForkedJudges, JudgeDied, ThreadJudges, can_fork
+from .dataset import Judged
+from .judge_pools import ForkedJudges, JudgeDied, JudgeStuck, ThreadJudges, can_fork
+from .judge_watch import DEFAULT_DEADLINE
 
 __all__ = ["Prefetcher", "LoneOrder", "XdistOrder", "Order", "CHUNK", "AHEAD"]
 
@@ -58,20 +66,27 @@ class XdistOrder:
 class Prefetcher:
     """Verdicts for one process's datasets, judged ahead in a pool started on first use."""
 
-    def __init__(self, datasets: list, order: Order, judges: int, may_fork: bool):
+    def __init__(self, datasets: list, order: Order, judges: int, may_fork: bool, deadline: float | None = DEFAULT_DEADLINE):
         self.datasets = datasets
         self.order = order
         self.judges = judges
         self.may_fork = may_fork
+        self.deadline = deadline  # seconds a judging process may spend on one sample
         self.pool = None
         self.restarts = 0
 
     def _start(self) -> None:
         datasets = self.datasets
         if self.may_fork and can_fork():
-            self.pool = ForkedJudges(self.judges, lambda d, positions: _portable_judged(datasets[d].judge_positions(positions)))
+            self.pool = ForkedJudges(
+                self.judges, lambda d, positions, began: _portable_judged(datasets[d].judge_positions(positions, began)), self.deadline
+            )
         else:
-            self.pool = ThreadJudges(self.judges, lambda d, positions: datasets[d].judge_positions(positions))
+            self._threads()
+
+    def _threads(self) -> None:
+        datasets = self.datasets
+        self.pool = ThreadJudges(self.judges, lambda d, positions, began: datasets[d].judge_positions(positions, began))
 
     def _schedule(self, ds, todo: list[int]) -> None:
         ds.index, ds.fd  # opened here, once, before the judges read them
@@ -105,8 +120,11 @@ class Prefetcher:
         try:
             return self._verdict(ds, position)
         except JudgeDied as e:  # killed, out of memory: judge on threads from here, once
-            self._restart(e)
-            return self._verdict(ds, position)
+            self._restart(f"a judging process died ({e})")
+        except JudgeStuck as e:  # stopped, or past the deadline: the same, and what it held fails
+            self._restart(f"a judging process was stuck ({e}) and was killed")
+            self._fail(e)
+        return self._verdict(ds, position)
 
     def _verdict(self, ds, position: int):
         scheduled = ds.scheduled
@@ -121,20 +139,38 @@ class Prefetcher:
         ds.absorb(judged)
         return judged.verdicts[position]
 
-    def _restart(self, why: JudgeDied) -> None:
-        """Replace dead judging processes by judging threads, once; a second loss stops the run
-        with one error instead of failing every remaining sample."""
+    def _restart(self, what: str) -> None:
+        """Replace dead or stuck judging processes by judging threads, once; a second loss stops the
+        run with one error instead of failing every remaining sample."""
         import pytest
 
         self.restarts += 1
         if self.restarts > 1:
-            pytest.exit(f"tokfidelity: judging processes died twice ({why}); the run stops (killed, out of memory?)", returncode=3)
-        warnings.warn(f"tokfidelity: a judging process died ({why}); the remaining samples are judged on threads", stacklevel=3)
+            pytest.exit(f"tokfidelity: judging processes lost twice ({what}); the run stops (killed, out of memory?)", returncode=3)
+        warnings.warn(f"tokfidelity: {what}; the remaining samples are judged on threads", stacklevel=4)
         self.close()
-        datasets = self.datasets
-        self.pool = ThreadJudges(self.judges, lambda d, positions: datasets[d].judge_positions(positions))
-        for ds in datasets:
+        self._threads()
+        for ds in self.datasets:
             ds.scheduled.clear()
+
+    def _fail(self, stuck: JudgeStuck) -> None:
+        """The samples a stuck judge held, and the one waited for, fail: they were not judged, and
+        a run that needed its judges killed must not open the gate."""
+        limit = f"at most {self.deadline:g} s" if self.deadline else "any time"
+        error = JudgeStuck(
+            f"not verified: {stuck}. It was killed (judging processes are checked once a second while pytest waits, "
+            f"and may spend {limit} on one sample: --tokfidelity-sample-timeout), and the remaining samples are judged "
+            "on threads. This sample fails so that the gate stays closed: run again; if the same sample is stuck "
+            "again, judging it is too slow or never ends: file it with the sample",
+            stuck.pids, stuck.affected,
+        )
+        for d, positions in stuck.affected:
+            ds = self.datasets[d]
+            failed: Future = Future()
+            failed.set_result(Judged(verdicts=dict.fromkeys(positions, error)))
+            for p in positions:
+                if p in ds.rank:
+                    ds.scheduled[p] = failed
 
     def close(self) -> None:
         if self.pool is not None:

@@ -33,6 +33,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "`tokfidelity gate merge` opens the gate from all N")
     group.addoption("--tokfidelity-report", default=None, metavar="DIR",
                     help="write DIR/results.json and DIR/report.html (a self-contained divergence report)")
+    group.addoption("--tokfidelity-sample-timeout", type=float, default=None, metavar="SECONDS",
+                    help="a judging process on one sample longer than this is stuck: it is killed and the samples it held "
+                    "fail (default 120; 0: no limit; a stopped judging process is found within seconds either way)")
     parser.addini("tokfidelity_golden_dir", "folder of golden datasets, relative to the rootdir", default=None)
 
 
@@ -97,6 +100,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "--nf (--new-first) cannot order the fidelity suite, whose tests are samples, not files: "
             "run the suite without it (or run it separately from the tests --nf should order)"
         )
+    timeout = opt.tokfidelity_sample_timeout
+    if timeout is not None and not timeout >= 0:  # also NaN
+        raise pytest.UsageError(f"--tokfidelity-sample-timeout: expected seconds from 0 (0: no limit), got {timeout:g}")
     judges = _judges(os.environ.get("TOKFIDELITY_JUDGES"))
     from .sharding import shard_option
 

@@ -39,6 +39,7 @@ from .checks import Checks
 from .collection import SAMPLE_TEST, dataset_cases, sample_cases, sample_items, suite_items, suite_params, tag
 from .dataset import DatasetRun
 from .judge_pools import ForkedCall, can_fork
+from .judge_watch import DEFAULT_DEADLINE
 from .judges import LoneOrder, Prefetcher, XdistOrder
 from .protocol import PlainPasses
 from .sharding import shard_option
@@ -84,7 +85,9 @@ class FidelitySession:
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if self.is_worker else 1
         # judging processes (or threads) per pytest process; TOKFIDELITY_JUDGES overrides
         self.judges = judges or max(1, min(4, (os.cpu_count() or 1) // workers))
-        self.prefetcher = Prefetcher(self.datasets, LoneOrder(), self.judges, may_fork=not self.is_worker)
+        timeout = getattr(opt, "tokfidelity_sample_timeout", None)  # seconds a judge may spend on one sample
+        deadline = DEFAULT_DEADLINE if timeout is None else timeout or None
+        self.prefetcher = Prefetcher(self.datasets, LoneOrder(), self.judges, may_fork=not self.is_worker, deadline=deadline)
         self.checks = Checks(self)
         self.plain_passes = PlainPasses(self)
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))

@@ -188,6 +188,9 @@ def pytest_runtest_call(item):
         Path(os.environ["TF_PIDS"]).write_text(" ".join(map(str, kids)))
         if os.environ["TF_MODE"] == "hang":
             time.sleep(300)
+        elif os.environ["TF_MODE"] == "stop":  # every judge: the next answer pytest waits for never comes
+            for kid in kids:
+                os.kill(kid, signal.SIGSTOP)
         else:
             os.kill(kids[0], signal.SIGKILL)
             time.sleep(0.5)
@@ -238,6 +241,81 @@ def test_a_killed_judge_is_replaced_and_every_sample_is_still_judged(tmp_path):
     assert f"{n + 4} passed" in result.stdout
     assert "the remaining samples are judged on threads" in result.stdout
     assert is_open(tmp_path, "A7").open
+
+
+# -- issue 20, defect 10: a stuck judge neither hangs the run nor lets the gate open ---------------
+def _stuck_run(tmp_path, name: str, n: int, hooks_code: str, *options: str, **more_env) -> tuple[subprocess.CompletedProcess, float]:
+    make(tmp_path, name, exact_samples(n))
+    attack = hooks(tmp_path, hooks_code)
+    started = time.monotonic()
+    result = subprocess.run(pytest_cmd(tmp_path, f"--tokfidelity-dataset={name.split('_')[0]}", *attack, *options), cwd=tmp_path,
+                            capture_output=True, text=True, timeout=240,
+                            env=attack_env(tmp_path, TF_PIDS=str(tmp_path / "pids"), TOKFIDELITY_JUDGES="2", **more_env))
+    return result, time.monotonic() - started
+
+
+def _outcomes(out: str) -> tuple[int, int]:
+    import re
+
+    last = out.strip().splitlines()[-1]
+    found = dict((kind, int(k)) for k, kind in re.findall(r"(\d+) (passed|failed)", last))
+    return found.get("passed", 0), found.get("failed", 0)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="judging processes are forked on Linux only")
+def test_a_sigstopped_judge_is_replaced_and_the_run_fails_with_the_gate_closed(tmp_path):
+    from pytest_tokfidelity.judges import AHEAD, WARM
+
+    n = WARM + AHEAD + 100  # judging goes on well past the test that stops the judges
+    result, took = _stuck_run(tmp_path, "A9_stop", n, PIDS_HOOKS, TF_MODE="stop")
+    out = result.stdout
+    judges = (tmp_path / "pids").read_text().split()
+    assert len(judges) == 2
+    assert result.returncode == 1, out[-3000:]
+    assert took < 120, took  # found by the liveness check, within seconds: no 120 s deadline waited out
+    passed, failed = _outcomes(out)
+    assert failed >= 1 and passed + failed == n + 4, out[-2000:]
+    assert any(f"judging process {pid} is stopped (state T, as after SIGSTOP)" in out for pid in judges), out[-3000:]
+    assert "at most 120 s on one sample: --tokfidelity-sample-timeout" in out
+    assert "the remaining samples are judged on threads" in out
+    assert not is_open(tmp_path, "A9").open
+    record = gate.read_record(tmp_path / "state", "A9_stop")
+    assert record is not None and record["status"] == "closed" and f"{failed} test(s) failed" in record["reason"]
+
+
+SLOW_SAMPLE_HOOKS = """
+import time
+from pipeline.core import fidelity
+
+judge = fidelity.Judge.__call__
+
+def never_ends_on_s7(self, sample):  # a sample whose judging never ends (a judging process inherits this)
+    if getattr(sample, "id", None) == "s7":
+        time.sleep(600)
+    return judge(self, sample)
+
+fidelity.Judge.__call__ = never_ends_on_s7
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="judging processes are forked on Linux only")
+def test_a_judge_past_the_sample_timeout_is_replaced_and_its_samples_fail(tmp_path):
+    result, took = _stuck_run(tmp_path, "A10_slow", 40, SLOW_SAMPLE_HOOKS, "--tokfidelity-sample-timeout=3")
+    out = result.stdout
+    assert result.returncode == 1, out[-3000:]
+    assert took < 60, took
+    passed, failed = _outcomes(out)
+    assert "FAILED" in out and "A10_slow/s7]" in out
+    assert 1 <= failed <= 32 and passed + failed == 44, out[-2000:]  # what the stuck judge held: s7's chunk, at most
+    assert "has been on one sample for" in out and "at most 3 s on one sample: --tokfidelity-sample-timeout" in out
+    assert not is_open(tmp_path, "A10").open
+
+
+def test_the_sample_timeout_must_be_a_number_of_seconds(tmp_path):
+    make(tmp_path, "A11_opt", exact_samples(1))
+    result = subprocess.run(pytest_cmd(tmp_path, "--tokfidelity-dataset=A11", "--tokfidelity-sample-timeout=-1"), cwd=tmp_path,
+                            env=env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 4 and "--tokfidelity-sample-timeout: expected seconds from 0" in result.stderr
 
 
 # -- 16. an xdist worker that crashes mid-run ------------------------------------------------------

@@ -5,17 +5,19 @@ rest; a judge that dies is reported, never waited for. And ForkedCall, the one-o
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 
 import pytest
 
-from pytest_tokfidelity.judge_pools import MAX_POSITIONS, ForkedCall, ForkedJudges, JudgeDied
+from pytest_tokfidelity.judge_pools import MAX_POSITIONS, ForkedCall, ForkedJudges, JudgeDied, JudgeStuck
+from pytest_tokfidelity.judge_watch import TICK
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="judging processes are forked on Linux only")
 
 
-def _task(dataset: int, positions: list[int]):
+def _task(dataset: int, positions: list[int], began=None):
     if positions[0] == 0:  # the first chunk holds its judge up
         time.sleep(1.5)
     if dataset == 1:  # an answer far bigger than a pipe's buffer
@@ -84,6 +86,66 @@ def test_a_request_a_dead_judge_took_is_reported_while_the_other_judge_goes_on()
 
 def _index_like(n: int):
     return os.getpid(), b"i" * n
+
+
+def _slow(dataset: int, positions: list[int], began):
+    for p in positions:  # each sample takes `dataset` tenths of a second; position 99 never ends
+        began()
+        time.sleep(600 if p == 99 else dataset / 10)
+    return os.getpid(), positions
+
+
+def _stopped_or_stuck(pool: ForkedJudges, answer, limit: float) -> tuple[JudgeStuck, float]:
+    started = time.monotonic()
+    with pytest.raises(JudgeStuck) as caught:
+        answer.result()
+    took = time.monotonic() - started
+    assert took < limit, took
+    return caught.value, took
+
+
+def test_a_stopped_judge_is_found_and_named_with_what_it_held_and_what_was_waited_for():
+    pool = ForkedJudges(1, _slow, deadline=None)  # no deadline: the liveness check alone
+    try:
+        held = pool.submit(3, [1, 2])  # 0.3 s a sample
+        waited = pool.submit(0, [7])  # queued behind it
+        time.sleep(0.1)
+        os.kill(pool.pids[0], signal.SIGSTOP)
+        stuck, _ = _stopped_or_stuck(pool, waited, limit=3 * TICK + 2)
+        assert stuck.pids == pool.pids
+        assert f"judging process {pool.pids[0]} is stopped" in str(stuck)
+        assert stuck.affected == [(0, [7]), (3, [1, 2])]  # the one waited for, then the one it held
+    finally:
+        pool.shutdown()  # kills the stopped judge too
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pool.pids[0], os.WNOHANG)
+
+
+def test_a_judge_continued_in_time_is_not_stuck_and_a_slow_sample_under_the_deadline_is_waited_for():
+    pool = ForkedJudges(1, _slow, deadline=2.5)
+    try:
+        answer = pool.submit(15, [1, 2, 3])  # three samples of 1.5 s: 4.5 s in all, each under the deadline
+        time.sleep(0.2)
+        os.kill(pool.pids[0], signal.SIGSTOP)
+        time.sleep(0.5 * TICK)  # seen stopped at most once
+        os.kill(pool.pids[0], signal.SIGCONT)
+        assert answer.result()[1] == [1, 2, 3]
+    finally:
+        pool.shutdown()
+
+
+def test_a_judge_past_the_deadline_on_one_sample_is_stuck():
+    pool = ForkedJudges(2, _slow, deadline=2.0)
+    try:
+        fine = pool.submit(1, [1])
+        stuck_on = pool.submit(0, [5, 99, 6])  # position 99 never ends
+        assert fine.result()[1] == [1]
+        stuck, took = _stopped_or_stuck(pool, stuck_on, limit=2.0 + 3 * TICK + 2)
+        assert took >= 2.0
+        assert "has been on one sample for" in str(stuck) and len(stuck.pids) == 1
+        assert stuck.affected == [(0, [5, 99, 6])]
+    finally:
+        pool.shutdown()
 
 
 def test_a_forked_call_answers_from_another_process_and_whole():
