@@ -33,6 +33,7 @@ from .pins import sha256_bytes
 from .kimi_tools_ts import deep_sort, tools_typescript
 from .profiles import Profile
 from .tokenizer import Tokenizer
+from .watchdog import TimeLimitExceeded, time_limit
 
 __all__ = ["RenderError", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "render_prompt", "TOOL_STEPS"]
 
@@ -170,6 +171,13 @@ TOOL_STEPS: dict[str, Callable[[list, dict], list]] = {
 }
 
 
+# Per render: a chat template is code from a model's files; one that loops without end, or writes
+# megabytes, fails the conversation it renders, not the run (the other lines still render).
+RENDER_SECONDS = 10.0  # a 1M-token conversation renders in well under a second
+RENDER_MAX_CHARS = 16 << 20  # 16 Mi characters: a 1M-token context is about 4 Mi
+_RENDER_FAILURES = (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError, MemoryError)
+
+
 RESERVED_VARIABLES = frozenset({"messages", "conversations", "tools", "documents", "chat_template",
                                 "add_generation_prompt", "continue_final_message", "return_assistant_tokens_mask"})
 
@@ -230,10 +238,17 @@ def render_text(messages: Sequence[Mapping], tools: Sequence | None, profile: Pr
     variables = {**special_token_variables(tokenizer), **kwargs}
     conversation = [{k: v for k, v in m.items() if v is not None} for m in messages]
     try:
-        rendered, _ = render_jinja_template([conversation], tools=tools, chat_template=template,
-                                            add_generation_prompt=add_generation_prompt, **variables)
-    except (TemplateError, TypeError, ValueError, KeyError, AttributeError) as e:
-        raise RenderError("messages", f"the chat template {where} cannot render this conversation: {type(e).__name__}: {e}") from None
+        with time_limit(RENDER_SECONDS):
+            rendered, _ = render_jinja_template([conversation], tools=tools, chat_template=template,
+                                                add_generation_prompt=add_generation_prompt, **variables)
+    except TimeLimitExceeded:
+        raise RenderError("messages", f"the chat template {where} did not finish rendering this conversation in "
+                          f"{RENDER_SECONDS:g} s (a loop without end?); check the template") from None
+    except (TemplateError, *_RENDER_FAILURES) as e:
+        raise RenderError("messages", f"the chat template {where} cannot render this conversation: {type(e).__name__}: {str(e)[:300]}") from None
+    if len(rendered[0]) > RENDER_MAX_CHARS:
+        raise RenderError("messages", f"the chat template {where} rendered {len(rendered[0]):,} characters for this "
+                          f"conversation, over the limit of {RENDER_MAX_CHARS:,}; check the template")
     return rendered[0]
 
 

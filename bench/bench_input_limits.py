@@ -1,0 +1,85 @@
+"""Benchmark: what the input-robustness checks cost per sample (issue 20, items 6 and 14).
+
+* the per-render time limit (``pipeline.core.watchdog.time_limit``) around the chat template:
+  ``render_text`` on the B1_glaive conversations, with and without it;
+* the duplicate-key check of golden sample lines (``pipeline.core.golden.duplicate_key``) on the
+  shipped samples.jsonl lines, beside the orjson parse it follows.
+
+    .venv/bin/python bench/bench_input_limits.py [--rounds 5]
+
+Prints microseconds per conversation / line (best of the rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def best(fn, n: int, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times) / n * 1e6
+
+
+def bench_render(rounds: int) -> None:
+    from pipeline.core import render, watchdog
+    from pipeline.core.golden import load_manifest, read_samples
+    from pipeline.core.binding import bind_dataset
+
+    dataset = ROOT / "golden" / "B1_glaive"
+    manifest = load_manifest(dataset)
+    tokenizer, profile = bind_dataset(manifest.profile, manifest.tokenizer)
+    samples = [s for s in read_samples(dataset) if not isinstance(s, Exception)]
+
+    def run():
+        for s in samples:
+            render.render_text(s.messages, s.tools, profile, tokenizer, chat_template_kwargs=s.chat_template_kwargs)
+
+    run()  # template compiled, caches warm
+    limited = best(run, len(samples), rounds)
+    real = render.time_limit
+    render.time_limit = _no_limit
+    try:
+        plain = best(run, len(samples), rounds)
+    finally:
+        render.time_limit = real
+    one = best(lambda: [_enter_exit(watchdog.time_limit) for _ in range(100_000)], 100_000, rounds)
+    print(f"render_text: {plain:.1f} us per conversation without the time limit, {limited:.1f} us with it "
+          f"({len(samples)} conversations of B1_glaive); time_limit alone: {one:.2f} us")
+
+
+class _no_limit:
+    def __init__(self, seconds):
+        pass
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return None
+
+
+def _enter_exit(cls) -> None:
+    with cls(10.0):
+        pass
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    bench_render(args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

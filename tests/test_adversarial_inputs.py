@@ -1,0 +1,125 @@
+"""Hostile inputs, kept running in CI (issue 20, items 6, 7, 9, 12 and 14).
+
+A chat template that divides by zero, recurses, loops without end or writes megabytes; JSON integers
+of thousands of digits; a server that trickles its answer forever; a FIFO where a samples file should
+be; lone surrogates; duplicate JSON keys. Each must give a located error for the line or file it is
+in, and every other line must still be processed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.core import render
+from pipeline.core.watchdog import TimeLimitExceeded, time_limit
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "tokenizers"
+
+# One template, a different attack per conversation (chosen by the first message's content).
+HOSTILE_TEMPLATE = """{%- set c = messages[0].content -%}
+{%- if c == 'divide' -%}{{ 1/0 }}
+{%- elif c == 'recurse' -%}{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}
+{%- elif c == 'loop' -%}{% for a in range(100000) %}{% for b in range(100000) %}{% for d in range(100000) %}{% endfor %}{% endfor %}{% endfor %}
+{%- elif c == 'silent' -%}{% set s = c * 30000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}
+{%- elif c == 'huge' -%}{{ c * 5000000 }}
+{%- elif c == 'digits' -%}{{ 10 ** (c|length * 1000) }}
+{%- else -%}<|im_start|>user\n{{ c }}<|im_end|>\n<|im_start|>assistant\n
+{%- endif -%}"""
+
+
+@pytest.fixture()
+def hostile_tokenizer(tmp_path):
+    folder = tmp_path / "tok"
+    shutil.copytree(SHARED / "qwen3", folder)
+    (folder / "chat_template.jinja").write_text(HOSTILE_TEMPLATE, encoding="utf-8")
+    render._template_files.cache_clear()  # read once per process, by folder
+    yield folder
+    render._template_files.cache_clear()
+
+
+def _conversation(content: str) -> str:
+    return json.dumps({"messages": [{"role": "user", "content": content}]})
+
+
+# -- 6. hostile or runaway chat templates -------------------------------------------------------
+def test_a_hostile_template_fails_its_line_and_keeps_the_others(hostile_tokenizer, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(render, "RENDER_SECONDS", 1.0)
+    attacks = ["divide", "recurse", "loop", "silent", "huge", "digits"]
+    path = tmp_path / "conversations.jsonl"
+    path.write_text("\n".join(_conversation(c) for c in ["hello", *attacks, "bye"]) + "\n", encoding="utf-8")
+    start = time.monotonic()
+    code = main(["render", "--profile", "qwen3", "--tokenizer", str(hostile_tokenizer), str(path)])
+    took = time.monotonic() - start
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and len(lines) == 8, err
+    assert "prompt_ids" in lines[0] and "prompt_ids" in lines[7]
+    errors = {c: lines[i + 1] for i, c in enumerate(attacks)}
+    assert all(e["line"] == i + 2 for i, e in enumerate(errors.values()))
+    assert "ZeroDivisionError" in errors["divide"]["error"]
+    assert "RecursionError" in errors["recurse"]["error"]
+    assert "did not finish rendering this conversation in 1 s" in errors["loop"]["error"]
+    assert "did not finish rendering this conversation in 1 s" in errors["silent"]["error"]
+    assert "over the limit of 16,777,216" in errors["huge"]["error"]
+    assert "ValueError" in errors["digits"]["error"]
+    assert "Traceback" not in err and f"{path}:4:" in err
+    assert took < 30  # two limits of 1 s, not a run without end
+    assert len(out) < 10_000  # no 25 MB line
+
+
+def test_a_build_leaves_out_the_sample_whose_template_never_ends(hostile_tokenizer, tmp_path, monkeypatch, capsys):
+    from pipeline.core.golden import write_dataset
+    from pipeline.core.tokenizer import load_tokenizer
+
+    monkeypatch.setattr(render, "RENDER_SECONDS", 1.0)
+    tok = load_tokenizer(str(hostile_tokenizer))
+    samples = [{"id": f"s{i}", "messages": [{"role": "user", "content": c}], "output_ids": tok.encode("ok") + [tok.encode("<|im_end|>")[0]],
+                "finish_reason": "stop"} for i, c in enumerate(["hello", "loop", "bye"])]
+    data = write_dataset(tmp_path / "golden" / "X1_hostile", {"name": "X1_hostile", "profile": "qwen3", "tokenizer": str(hostile_tokenizer),
+                                                              "source": "test"}, samples)
+    code = main(["build", "--in", str(data), "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["s0", "s2"], out + err
+    assert code == 1 and "Traceback" not in out + err
+    assert "samples.jsonl:2 (id 's1'): field 'messages'" in out and "did not finish rendering this conversation in 1 s" in out
+
+
+def test_the_time_limit_works_in_any_thread_and_never_leaks_out_of_its_block():
+    caught: list[str] = []
+
+    def spin(seconds: float) -> None:
+        try:
+            with time_limit(seconds):
+                while True:
+                    pass
+        except TimeLimitExceeded:
+            caught.append(threading.current_thread().name)
+
+    threads = [threading.Thread(target=spin, args=(0.2,), name=f"t{i}") for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(caught) == ["t0", "t1", "t2"]
+    # Blocks that end right at their deadline: a late exception is withdrawn, never raised after the block.
+    escaped = 0
+    for _ in range(200):
+        try:
+            try:
+                with time_limit(0.0):
+                    time.sleep(0.0005)
+            except TimeLimitExceeded:
+                pass
+            for _ in range(2000):  # plenty of bytecodes in which a leaked exception would arrive
+                pass
+        except TimeLimitExceeded:
+            escaped += 1
+    assert escaped == 0
