@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pipeline.core.golden import GoldenError, GoldenSample, parse_sample
+from pipeline.core.jsonl import JsonTextError, parse_json
 
 try:
     import orjson
@@ -163,8 +164,8 @@ class SampleIndex:
             )
         try:
             obj = _loads(data)
-        except (*_DecodeError, ValueError) as e:
-            obj = _strict_loads(data, self.path, line_no, e)  # what orjson refuses, the stdlib may read
+        except (*_DecodeError, ValueError):
+            obj = _strict_loads(data, self.path, line_no)  # what orjson refuses, the stdlib may read
             if isinstance(obj, GoldenError):
                 return obj
         try:
@@ -173,7 +174,7 @@ class SampleIndex:
             return e
 
 
-def _strict_loads(data: bytes, path: Path, line_no: int, error: Exception):
+def _strict_loads(data: bytes, path: Path, line_no: int):
     """A line orjson refused, read by the stdlib (which takes the lone surrogates ``capture`` writes
     escaped on purpose), or a GoldenError saying where it breaks."""
     try:
@@ -181,10 +182,6 @@ def _strict_loads(data: bytes, path: Path, line_no: int, error: Exception):
     except UnicodeDecodeError as ue:
         return GoldenError(path, line_no, None, f"not UTF-8: byte 0x{data[ue.start]:02x} at column {ue.start + 1}")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as je:
-        return GoldenError(path, line_no, None, f"not valid JSON: {je.msg} (column {je.colno})")
-    except RecursionError:
-        return GoldenError(path, line_no, None, "not valid JSON: nested too deeply")
-    except ValueError:
-        return GoldenError(path, line_no, None, f"not valid JSON: {error}")
+        return parse_json(text)
+    except JsonTextError as je:
+        return GoldenError(path, line_no, None, je.message)

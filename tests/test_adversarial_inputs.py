@@ -123,3 +123,78 @@ def test_the_time_limit_works_in_any_thread_and_never_leaks_out_of_its_block():
         except TimeLimitExceeded:
             escaped += 1
     assert escaped == 0
+
+
+# -- 7. JSON integers longer than Python reads (4,300 digits) -----------------------------------
+LONG = "9" * 5000
+
+
+def test_long_integers_are_a_located_error_in_every_jsonl_reader(tmp_path):
+    from pipeline.core.golden import GoldenError, read_samples
+    from pipeline.stages.prompts import PromptError, read_prompts
+    from pytest_tokfidelity.index import SampleIndex
+
+    good = {"id": "a", "messages": [{"role": "user", "content": "hi"}], "output_ids": [1, 2], "finish_reason": "stop"}
+    folder = tmp_path / "X1"
+    folder.mkdir()
+    (folder / "samples.jsonl").write_text(json.dumps(good) + "\n" + '{"id": "b", "output_ids": [1, ' + LONG + "]}\n"
+                                          + json.dumps({**good, "id": "c"}) + "\n")
+    samples = list(read_samples(folder))
+    assert [getattr(s, "id", None) for s in samples] == ["a", None, "c"]
+    assert isinstance(samples[1], GoldenError) and samples[1].line == 2
+    assert "an integer of 5,000 digits (column 31)" in str(samples[1])
+    index = SampleIndex(folder / "samples.jsonl")
+    with open(index.path, "rb") as f:
+        read = [index.read(i, f.fileno()) for i in range(len(index))]
+    assert isinstance(read[1], GoldenError) and "5,000 digits" in str(read[1]) and read[2].id == "c"
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"id": "p1", "messages": good["messages"]}) + "\n"
+                       + '{"id": "p2", "messages": [], "max_tokens": ' + LONG + "}\n")
+    items = list(read_prompts(prompts))
+    assert items[0].id == "p1" and isinstance(items[1], PromptError) and "prompts.jsonl:2" in str(items[1])
+    assert "5,000 digits" in str(items[1])
+
+
+def test_long_integers_in_a_manifest_name_its_line(tmp_path):
+    from pipeline.core.golden import GoldenError, load_manifest
+
+    (tmp_path / "manifest.json").write_text('{\n  "name": "X1",\n  "max_known_divergence_rate": ' + LONG + "\n}\n")
+    with pytest.raises(GoldenError) as e:
+        load_manifest(tmp_path)
+    assert e.value.line == 3 and "5,000 digits (column 32)" in str(e.value)
+
+
+def test_reconstruct_render_and_build_keep_the_lines_after_a_long_integer(tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    response = {"choices": [{"message": {"role": "assistant", "content": "Hello"}, "finish_reason": "stop"}]}
+    long_line = '{"choices": [], "usage": {"completion_tokens": ' + LONG + "}}"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(f"{json.dumps(response)}\n{long_line}\n{json.dumps(response)}\n".encode())))
+    assert main(["reconstruct", "--profile", "qwen3", "--tokenizer", "qwen3"]) == 1
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert "output_ids" in lines[0] and lines[1]["line"] == 2 and "5,000 digits" in lines[1]["error"] and lines[2] == lines[0]
+    assert "Traceback" not in err
+
+    conversations = tmp_path / "c.jsonl"
+    conversations.write_text(_conversation("hi") + '\n{"messages": [], "x": ' + LONG + "}\n" + _conversation("hi") + "\n")
+    assert main(["render", "--profile", "qwen3", "--tokenizer", "qwen3", str(conversations)]) == 1
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert "prompt_ids" in lines[0] and lines[1]["line"] == 2 and "5,000 digits" in lines[1]["error"] and lines[2] == lines[0]
+
+    from pipeline.core.golden import write_dataset
+    from pipeline.core.tokenizer import load_tokenizer
+
+    tok = load_tokenizer("qwen3")
+    sample = {"messages": [{"role": "user", "content": "hi"}], "output_ids": tok.encode("ok<|im_end|>"), "finish_reason": "stop"}
+    data = write_dataset(tmp_path / "golden" / "X1_long", {"name": "X1_long", "profile": "qwen3", "tokenizer": "qwen3", "source": "t"},
+                         [{"id": "s0", **sample}, {"id": "s2", **sample}])
+    samples = (data / "samples.jsonl").read_text().splitlines()
+    (data / "samples.jsonl").write_text(samples[0] + '\n{"id": "s1", "output_ids": [' + LONG + "]}\n" + samples[1] + "\n")
+    code = main(["build", "--in", str(data), "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["s0", "s2"] and "Traceback" not in out + err
+    assert "samples.jsonl:2" in out + err and "5,000 digits" in out + err, out + err

@@ -17,7 +17,7 @@ from typing import Any
 
 from .files import atomic_write
 from .errors import TokfidelityError
-from .jsonl import read_records
+from .jsonl import JsonTextError, parse_json, read_records
 from .names import PROFILE_NAMES, VIEW_NAMES
 from .responses import ResponseError, normalize_finish_reason
 
@@ -117,9 +117,9 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
     except UnicodeDecodeError as e:
         raise GoldenError(path, 0, None, f"not UTF-8: byte 0x{e.object[e.start]:02x} at byte offset {e.start}") from None
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GoldenError(path, e.lineno, None, f"not valid JSON: {e.msg} (column {e.colno})") from None
+        raw = parse_json(text)
+    except JsonTextError as e:
+        raise GoldenError(path, e.line, None, e.message) from None
     if not isinstance(raw, dict):
         raise GoldenError(path, 1, None, "expected a JSON object")
     values, problems = _manifest_fields(raw, path)

@@ -1,9 +1,9 @@
 """Reading JSONL, one bad line at a time: the one reader and the one error mapper.
 
 ``json_lines(lines, path)`` decodes each non-blank line (a UTF-8 byte-order mark before the first
-is dropped) and gives ``(line number, value)``; a line that is not UTF-8, not JSON, or nested too
-deeply gives a ``JsonLineError`` as its value (naming the file when ``path`` is given, and the
-line), and reading goes on. Every JSONL reader in the project (golden samples, prompts,
+is dropped) and gives ``(line number, value)``; a line that is not UTF-8, not JSON, nested too
+deeply or holding an integer longer than Python reads gives a ``JsonLineError`` as its value (naming
+the file when ``path`` is given, and the line), and reading goes on. Every JSONL reader in the project (golden samples, prompts,
 generation records, training records, capture's partial file, ``reconstruct``'s stdin) uses it,
 so a bad line reads the same everywhere.
 
@@ -16,13 +16,15 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import TokfidelityError
 
-__all__ = ["JsonLineError", "json_lines", "read_json_lines", "read_records"]
+__all__ = ["JsonLineError", "JsonTextError", "parse_json", "json_lines", "read_json_lines", "read_records"]
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Exception)
@@ -32,17 +34,48 @@ class JsonLineError(TokfidelityError, ValueError):
     """A JSONL line that is not a JSON value: ``message`` says why (not UTF-8, not valid JSON)."""
 
 
+class JsonTextError(ValueError):
+    """Text that ``parse_json`` cannot read: ``message`` says why and where (column), ``line`` which line."""
+
+    def __init__(self, message: str, line: int = 1):
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+def _long_integer(text: str) -> JsonTextError:
+    limit = sys.get_int_max_str_digits()
+    m = re.search(r"(?:^|[:\[,])\s*(-?[0-9]{%d,})" % (limit + 1), text) if limit else None  # a number where a value goes
+    if m is None:
+        return JsonTextError(f"not valid JSON: an integer of more than {limit} digits")
+    start = m.start(1)
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    return JsonTextError(f"not valid JSON: an integer of {m.end(1) - start:,} digits (column {column}); "
+                         f"Python reads at most {limit} (no token id or count is that long)", line)
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads(text)``, every way it can fail a ``JsonTextError`` saying why and where: not JSON,
+    nested too deeply, an integer longer than Python reads (4,300 digits)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise JsonTextError(f"not valid JSON: {e.msg} (column {e.colno})", e.lineno) from None
+    except RecursionError:
+        raise JsonTextError("not valid JSON: nested too deeply") from None
+    except ValueError:  # Python's limit on integer digits (sys.get_int_max_str_digits)
+        raise _long_integer(text) from None
+
+
 def _decode(raw: bytes, path: os.PathLike | str | None, line_no: int) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         return JsonLineError(f"not UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}", path=path, line=line_no)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        return JsonLineError(f"not valid JSON: {e.msg} (column {e.colno})", path=path, line=line_no)
-    except RecursionError:
-        return JsonLineError("not valid JSON: nested too deeply", path=path, line=line_no)
+        return parse_json(text)
+    except JsonTextError as e:
+        return JsonLineError(e.message, path=path, line=line_no)
 
 
 def json_lines(lines: Iterable[bytes], path: os.PathLike | str | None = None) -> Iterator[tuple[int, Any]]:

@@ -218,7 +218,7 @@ class ChatClient:
             )
         try:
             body = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested too deeply, an integer too long to read
             raise _Transient(f"HTTP {status} with a body that is not complete JSON ({e}): {_snippet(self._mask(response.text))}", status) from None
         if not isinstance(body, dict):
             raise _Transient(f"HTTP {status} with a JSON {type(body).__name__}, not an object", status)

@@ -146,7 +146,7 @@ def capture_dataset(
     if existing.exists():
         try:
             old = json.loads(existing.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (an integer too long to read included)
             old = {}
         for key in KEPT_MANIFEST_KEYS:
             if key in old and key not in manifest:
