@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pipeline.core import gate
-from pipeline.core.decision import CLOSED, OPEN, Completeness, Counts, decide
+from pipeline.core.decision import CLOSED, OPEN, Completeness, Counts, Decision, decide
 from pipeline.core.pins import Pins
 
 from .collection import PROPERTY, SAMPLE_TEST, SUITE_NODE_NAME
@@ -24,7 +24,9 @@ from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, 
 from .sharding import rates_deferred, shard_size, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
 
-__all__ = ["RunReport"]
+__all__ = ["RunReport", "GATE_TEST"]
+
+GATE_TEST = "test_gate_policy"  # failed per dataset for what keeps its gate closed that no other test shows
 
 
 class RunReport:
@@ -45,6 +47,7 @@ class RunReport:
         self.summary_lines: list[str] = []
         self.outcomes: dict[str, dict[str, Any]] = {}  # dataset -> gate note, problems, wall time (for results.json)
         self.partial: list[str] = []
+        self.decided: dict[str, tuple[Decision, Pins | None, float]] = {}  # dataset -> decision, pins, wall time
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = next((value for key, value in report.user_properties if key == PROPERTY), None)
@@ -100,38 +103,97 @@ class RunReport:
             reasons.append("--snapshot-update (review the recorded divergences, then run again without it)")
         return reasons
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
-            return
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        """Once every test has run: decide each dataset's gate, and fail ``test_gate_policy[DATASET]``
+        for any reason that keeps it closed which no failed test of the run shows, so that pytest's
+        exit code is the gate's verdict."""
+        result = yield
+        if not self.config.option.collectonly:
+            self._decide_all(session)
+            for ds in self.session.datasets:
+                self._fail_gate_policy(session, ds, self.decided[ds.name][0])
+        return result
+
+    def _decide_all(self, session: pytest.Session) -> None:
         wall = time.perf_counter() - self.started
-        partial = self._partial_reasons(session)
-        state_dir = self.config.option.tokfidelity_state_dir
-        args = list(self.config.invocation_params.args)
+        self.partial = partial = self._partial_reasons(session)
+        shard = self.session.shard
         for ds in self.session.datasets:
-            counts = self.counts[ds.name]
-            tally = self.reports[ds.name]
-            if self.session.update_snapshots and counts.stale_snapshots:
-                DiagnosisExtension().delete_snapshots(
-                    snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts.stale_snapshots)
-                )
-            shard = self.session.shard
+            counts, tally = self.counts[ds.name], self.reports[ds.name]
             completeness = Completeness(
                 expected=shard_size(ds, shard) if shard else len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
                 checks_passed=frozenset(tally["checks"]), partial=tuple(partial),
             )
             decision = decide(counts, rates_deferred(ds.manifest) if shard else ds.manifest, completeness)
+            pins = None
+            if decision.status == OPEN:
+                pins, changed = self._pins(ds)
+                if changed:
+                    why = "inputs changed during the run: " + "; ".join(changed)
+                    decision = Decision(CLOSED, why, (why,), "run the suite again once nothing edits the dataset or tokenizer")
+            span = tally.get("stop", 0.0) - tally.get("start", 0.0)  # first test start to last test end
+            self.decided[ds.name] = (decision, pins, min(span, wall) if span > 0 else wall)
+
+    def _fail_gate_policy(self, session: pytest.Session, ds: DatasetRun, decision: Decision) -> None:
+        """Report ``test_gate_policy[DATASET]`` failed with the gate's reasons that no failed test shows."""
+        if decision.status != CLOSED:
+            return
+        reasons = [p for p in decision.problems if not p.endswith("test(s) failed")] or (
+            [] if decision.problems else [decision.reason]
+        )
+        if not reasons:
+            return
+        fix = decision.fix or "fix what is said above"
+        message = "\n".join([f"the gate of {ds.name} stays closed: {r}" for r in reasons] + [
+            f"manifest: {ds.dir / 'manifest.json'}", f"next: {fix}; then run `{self._command(ds)}`"])
+        nodeid = f"{SUITE_NODE_NAME}::{GATE_TEST}[{ds.name}]"
+        location = (SUITE_NODE_NAME, 0, f"{GATE_TEST}[{ds.name}]")
+        now = time.time()
+        session.testscollected += 1  # pytest's progress counts it
+        hook = self.config.hook
+        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+        hook.pytest_runtest_logreport(report=pytest.TestReport(
+            nodeid=nodeid, location=location, keywords={GATE_TEST: 1, ds.name: 1}, outcome="failed", longrepr=message,
+            when="call", sections=(), duration=0.0, start=now, stop=now, user_properties=[(PROPERTY, (ds.name, GATE_TEST))],
+        ))
+        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+    def _command(self, ds: DatasetRun) -> str:
+        """The command that runs this dataset's suite again (a shard's own, when sharded)."""
+        opt = self.config.option
+        parts = ["pytest", f"--tokfidelity-dataset={ds.name}"]
+        for name, value in (("golden-dir", opt.tokfidelity_golden_dir), ("tokenizer", opt.tokfidelity_tokenizer),
+                            ("view", opt.tokfidelity_view), ("state-dir", opt.tokfidelity_state_dir), ("shard", opt.tokfidelity_shard)):
+            if value is not None:
+                parts.append(f"--tokfidelity-{name}={value}")
+        return " ".join(parts)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:
+            return
+        if len(self.decided) != len(self.session.datasets):  # the test loop never finished (a collection error)
+            self._decide_all(session)
+        state_dir = self.config.option.tokfidelity_state_dir
+        args = list(self.config.invocation_params.args)
+        for ds in self.session.datasets:
+            counts = self.counts[ds.name]
+            tally = self.reports[ds.name]
+            decision, pins, span = self.decided[ds.name]
+            if self.session.update_snapshots and counts.stale_snapshots:
+                DiagnosisExtension().delete_snapshots(
+                    snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts.stale_snapshots)
+                )
+            shard = self.session.shard
             if shard:  # a shard record, never the full one
-                gate_note = write_shard(self, ds, shard, counts, decision, tally, state_dir, args)
+                gate_note = write_shard(self, ds, shard, counts, decision, tally, state_dir, args, pins)
             else:
-                gate_note = self._gate(ds, counts, decision, state_dir, args)
+                gate_note = self._gate(ds, counts, decision, state_dir, args, pins)
             if decision.problems and not tally["failed"]:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            span = tally.get("stop", 0.0) - tally.get("start", 0.0)  # first test start to last test end
-            span = min(span, wall) if span > 0 else wall
             self.summary_lines += self._summary(ds, counts, span, gate_note, decision)
             self.outcomes[ds.name] = {"gate": gate_note, "problems": list(decision.problems), "wall": span}
-        self.partial = partial
         if self.session.results is not None:
             self.session.results.write(self)
 
@@ -148,13 +210,8 @@ class RunReport:
             pins = Pins(pins.golden, now.tokenizer, now.template)
         return pins, pins.changes(ds.dir)
 
-    def _gate(self, ds, counts: Counts, decision, state_dir, args) -> str:
+    def _gate(self, ds, counts: Counts, decision, state_dir, args, pins) -> str:
         if decision.status == OPEN:
-            pins, changed = self._pins(ds)
-            if changed:
-                reason = "inputs changed during the run: " + "; ".join(changed)
-                gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=counts, pytest_args=args)
-                return f"closed: {reason}"
             facts = self.judged_with.get(ds.name, [])
             if not facts or any(f != facts[0] for f in facts):  # a lone process, or workers that disagree
                 ds.setup()  # loads the tokenizer only where this process has not yet

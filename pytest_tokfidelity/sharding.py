@@ -52,16 +52,14 @@ def rates_deferred(manifest: Any) -> Any:
     return dataclasses.replace(manifest, max_known_divergence_rate=1.0, accept={k: math.inf for k in manifest.accept})
 
 
-def write_shard(report: Any, ds: Any, shard: Shard, counts: Any, decision: Any, tally: dict, state_dir, args) -> str:
-    """Write this shard's record (unless the run was partial) and say what happened, for the summary."""
+def write_shard(report: Any, ds: Any, shard: Shard, counts: Any, decision: Any, tally: dict, state_dir, args, pins=None) -> str:
+    """Write this shard's record (unless the run was partial) and say what happened, for the summary.
+    ``pins``: what the run read, checked against the disk when the decision was made (report.py)."""
     if decision.status == UNCHANGED:
         return f"shard record unchanged: {decision.reason}"
     green, reason = decision.status == OPEN, decision.reason
-    pins = None
-    if green:
-        pins, changed = report._pins(ds)
-        if changed:
-            green, reason = False, "inputs changed during the run: " + "; ".join(changed)
+    if not green:
+        pins = None
     facts = report.judged_with.get(ds.name, [])
     if not facts or any(f != facts[0] for f in facts):
         ds.setup()

@@ -42,7 +42,7 @@ def test_samples_appended_during_the_run_keep_the_gate_closed(pytester):
     line = json.dumps({"id": "unjudged", "output_ids": [1, 2, 3], "finish_reason": "stop"}) + "\n"
     edit_test(pytester, path / "samples.jsonl", line.encode())
     result = run(pytester, "--tokfidelity-dataset=P1", "test_edit.py")
-    result.assert_outcomes(passed=4 + 3 + 1)
+    result.assert_outcomes(passed=4 + 3 + 1, failed=1)  # test_gate_policy: the gate stays closed
     rec = record(pytester, "P1_edit")
     assert rec["status"] == "closed"
     assert "golden file samples.jsonl changed since it was read" in rec["reason"]
@@ -56,7 +56,7 @@ def test_tokenizer_file_edited_during_the_run_keeps_the_gate_closed(pytester):
     make_dataset(pytester.path, "P2_tok", exact_samples(2), tokenizer=str(tok_dir))
     edit_test(pytester, tok_dir / "tokenizer_config.json", b"\n")  # harmless to JSON, not to the pin
     result = run(pytester, "--tokfidelity-dataset=P2", "test_edit.py")
-    result.assert_outcomes(passed=4 + 2 + 1)
+    result.assert_outcomes(passed=4 + 2 + 1, failed=1)  # test_gate_policy: the gate stays closed
     rec = record(pytester, "P2_tok")
     assert rec["status"] == "closed"
     assert f"tokenizer file {(tok_dir / 'tokenizer_config.json').resolve()} changed since it was loaded" in rec["reason"]
@@ -78,7 +78,8 @@ def test_snapshot_edited_during_the_run_keeps_the_gate_closed(pytester):
     path = make_dataset(pytester.path, "P3_snap", exact_samples(2) + [split_sample()], max_known_divergence_rate=0.5)
     run(pytester, "--tokfidelity-dataset=P3", "--snapshot-update")
     edit_test(pytester, path / "__snapshots__" / "fidelity.ambr", b"\n")
-    run(pytester, "--tokfidelity-dataset=P3", "test_edit.py").assert_outcomes(passed=4 + 3 + 1)
+    result = run(pytester, "--tokfidelity-dataset=P3", "test_edit.py")
+    result.assert_outcomes(passed=4 + 3 + 1, failed=1)  # test_gate_policy: the gate stays closed
     rec = record(pytester, "P3_snap")
     assert rec["status"] == "closed" and "__snapshots__/fidelity.ambr changed" in rec["reason"]
 

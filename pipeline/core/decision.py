@@ -98,14 +98,19 @@ class Decision:
     status: str  # OPEN, CLOSED (write a closed record), or UNCHANGED (a partial run: leave the record)
     reason: str  # why, in a few words
     problems: tuple[str, ...] = ()  # what fails the run itself (failed tests, a policy exceeded...), not only the gate
+    fix: str = ""  # what to change before the next run can open the gate (no command: the caller knows which)
 
     @property
     def open(self) -> bool:
         return self.status == OPEN
 
 
-def _policy_problems(counts: Counts, accept: Mapping[str, float]) -> list[str]:
-    problems = []
+FAILED_TESTS_FIX = "fix what the failed tests report (a divergence you accept: review it, then record it with --snapshot-update)"
+
+
+def _policy_problems(counts: Counts, accept: Mapping[str, float]) -> tuple[list[str], list[str]]:
+    """(problems, fixes): accepted hunks of a class over the manifest's rate for it."""
+    problems, fixes = [], []
     for cls, n in sorted(counts.policy_hunks_by_class.items()):
         limit = accept.get(cls, 0.0)
         if counts.tokens and n / counts.tokens > limit or not counts.tokens and n:
@@ -113,25 +118,29 @@ def _policy_problems(counts: Counts, accept: Mapping[str, float]) -> list[str]:
             problems.append(
                 f"accept policy exceeded: {n} {cls} hunks in {counts.tokens} tokens ({per:.5f} per token) > {limit} (manifest accept.{cls})"
             )
-    return problems
+            fixes.append(f"raise the manifest's field accept.{cls} to at least {per:.5f} if these re-splits are acceptable")
+    return problems, fixes
 
 
 def decide(counts: Counts, manifest: Any, completeness: Completeness) -> Decision:
     """The gate decision. ``manifest``: the dataset's ``Manifest`` (None when it is invalid)."""
     problems = [f"{completeness.failed} test(s) failed"] if completeness.failed else []
+    fixes = [FAILED_TESTS_FIX] if completeness.failed else []
     if manifest is not None:
-        problems += _policy_problems(counts, manifest.accept)
+        policy, policy_fixes = _policy_problems(counts, manifest.accept)
+        problems += policy
+        fixes += policy_fixes
     if not completeness.failed:  # counts that contradict the test outcomes (a hand-edited record)
         if counts.new:
             problems.append(f"{counts.new} new divergence(s)")
         if counts.bad_input:
             problems.append(f"{counts.bad_input} sample(s) with bad input")
     if problems:
-        return Decision(CLOSED, "; ".join(problems), tuple(problems))
+        return Decision(CLOSED, "; ".join(problems), tuple(problems), "; ".join(fixes) or FAILED_TESTS_FIX)
     if completeness.partial:
         return Decision(UNCHANGED, "partial run (" + ", ".join(completeness.partial) + ")")
     if manifest is None:
-        return Decision(CLOSED, "the manifest is invalid")
+        return Decision(CLOSED, "the manifest is invalid", fix="fix manifest.json as test_manifest says")
     if completeness.expected == 0:
         return Decision(UNCHANGED, "the dataset has no samples")
     missing = [c for c in DATASET_CHECKS if c not in completeness.checks_passed]
@@ -146,12 +155,15 @@ def decide(counts: Counts, manifest: Any, completeness: Completeness) -> Decisio
             f"the counts do not add up: {counts.samples} samples counted, {counts.passed} passed "
             f"({counts.exact} exact + {counts.policy} policy + {counts.known} known), {completeness.expected} in the dataset"
         )
-        return Decision(CLOSED, why, (why,))
+        return Decision(CLOSED, why, (why,), "run the suite again")
     limit = manifest.max_known_divergence_rate
-    if counts.known / counts.samples > limit:
+    rate = counts.known / counts.samples
+    if rate > limit:
         return Decision(
             CLOSED,
-            f"known-divergence rate {counts.known}/{counts.samples} = {counts.known / counts.samples:.4f} "
+            f"known-divergence rate {counts.known}/{counts.samples} = {rate:.4f} "
             f"exceeds the manifest's max_known_divergence_rate {limit}",
+            fix=f"review the known divergences; if they are acceptable, raise the manifest's field max_known_divergence_rate "
+            f"to at least {rate:.4f}, else fix the samples",
         )
     return Decision(OPEN, "complete and green")
