@@ -198,3 +198,45 @@ def test_reconstruct_render_and_build_keep_the_lines_after_a_long_integer(tmp_pa
     rows = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == ["s0", "s2"] and "Traceback" not in out + err
     assert "samples.jsonl:2" in out + err and "5,000 digits" in out + err, out + err
+
+
+# -- 9. a server that trickles its answer: --timeout is a deadline for the whole request --------
+def test_a_trickling_server_meets_the_deadline_of_the_whole_request(tmp_path, monkeypatch, capsys):
+    from servers.http_server import FaultyServer
+    from servers.kimi_chat import KimiChat
+    from test_adversarial_pipeline import _gate_and_prompts, _gen_args
+
+    golden, prompts = _gate_and_prompts(tmp_path, 2)
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-test")
+    # each byte arrives well within httpx's read timeout; the body would take about 30 s
+    kimi = KimiChat()
+    kimi("/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "warm up"}]})  # answers at once from now on
+    with FaultyServer(kimi, hang_seconds=30, trickle_every=0.1) as server:
+        server.faults.append("trickle")
+        start = time.monotonic()
+        code = main(_gen_args(golden, prompts, tmp_path / "out", server.url, "--concurrency", "1", "--timeout", "1.5",
+                              "--max-retries", "0"))
+        took = time.monotonic() - start
+    out, err = capsys.readouterr()
+    assert took < 10, f"waited {took:.0f} s with --timeout 1.5"
+    assert code == 1 and "no complete answer within 1.5 s (--timeout)" in err, out + err
+    records = [json.loads(line) for line in (tmp_path / "out" / "generations.jsonl").read_text().splitlines()]
+    assert len(records) == 1  # the other prompt was answered
+
+
+def test_a_response_with_a_long_integer_is_an_incomplete_body_not_a_traceback():
+    from pipeline.stages.client import ApiError, ChatClient, RetryPolicy
+    from servers.http_server import FaultyServer
+
+    body = b'{"choices": [], "usage": {"completion_tokens": ' + LONG.encode() + b"}}"
+
+    async def go(url):
+        async with ChatClient(url, None, timeout=5, retry=RetryPolicy(max_retries=1, base_delay=0.01)) as c:
+            return await c.chat({"model": "m", "messages": []})
+
+    import asyncio
+
+    with FaultyServer(lambda path, request: (200, body)) as server:
+        with pytest.raises(ApiError) as e:
+            asyncio.run(go(server.url))
+    assert e.value.attempts == 2 and "5,000 digits" not in str(e.value) and "not complete JSON" in str(e.value)

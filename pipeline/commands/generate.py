@@ -26,7 +26,7 @@ def add_arguments(p):
     p.add_argument("--concurrency", type=int, default=32, help="requests in flight at once (default: %(default)s)")
     p.add_argument("--max-retries", type=int, default=8, help="retries per request on 429/5xx/timeouts/dropped connections (default: %(default)s)")
     p.add_argument("--retry-base-delay", type=float, default=0.5, help="first backoff in seconds, doubled each retry, with jitter (default: %(default)s)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds for one request (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds for one whole request, the answer's body included, each attempt (default: %(default)s)")
     p.add_argument("--max-tokens", type=int, default=None, help="max_tokens for every request (a prompt's own value wins)")
     p.add_argument("--temperature", type=float, default=None)
     p.add_argument("--top-p", type=float, default=None)

@@ -127,6 +127,7 @@ class ChatClient:
         self.url = base_url.rstrip("/") + path
         self.public_url = public_url(self.url)  # what messages show: no user:password
         self.retry = retry
+        self.timeout = timeout  # seconds for one whole attempt, the body included
         api_key = (api_key or "").strip() or None  # a trailing newline from a secrets file is not part of the key
         if api_key and not (api_key.isascii() and api_key.isprintable()):
             # httpx would put the whole header, key included, into its error message
@@ -201,9 +202,12 @@ class ChatClient:
 
     async def _attempt(self, http: httpx.AsyncClient, payload: bytes) -> dict[str, Any]:
         try:
-            response = await http.post(self.url, content=payload)
+            async with asyncio.timeout(self.timeout):  # the whole request: httpx's own timeouts limit each read
+                response = await http.post(self.url, content=payload)
         except httpx.TimeoutException as e:
             raise _Transient(f"timeout ({type(e).__name__})") from None
+        except TimeoutError:
+            raise _Transient(f"no complete answer within {self.timeout:g} s (--timeout)") from None
         except httpx.TransportError as e:  # refused, reset, closed mid-response
             raise _Transient(f"connection error ({type(e).__name__}: {e})") from None
         status = response.status_code

@@ -5,7 +5,8 @@ as JSON (or as it is, when it is ``bytes``); ``headers`` lists each request's he
 answer: ``"429"`` (Retry-After header from ``retry_after``), ``"500"``, ``"timeout"`` (sleep
 ``hang_seconds`` then close), ``"malformed"`` (200 with broken JSON), ``"truncated"`` (200, half a
 JSON body with an honest Content-Length), ``"cut"`` (Content-Length of the full body, half sent, then
-the connection closed), ``"reset"`` (TCP RST before any reply). ``requests`` lists ``(path, body)``
+the connection closed), ``"reset"`` (TCP RST before any reply), ``"trickle"`` (200 with the Content-Length
+of the full body, then one byte every ``trickle_every`` seconds, for at most ``hang_seconds``). ``requests`` lists ``(path, body)``
 for every request received, faulted or not; ``len(server.requests)`` is the request count.
 """
 
@@ -72,6 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b'{"choices": [ {"message": nope')
         elif fault == "truncated":
             self._send(200, data[: len(data) // 2])
+        elif fault == "trickle":
+            self._trickle(data, owner)
         elif fault == "cut":
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -82,6 +85,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             self._send(status, data)
+
+    def _trickle(self, data: bytes, owner: "FaultyServer") -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        end = time.monotonic() + owner.hang_seconds  # bounded: the test's server thread always ends
+        for byte in data[:-1]:
+            if time.monotonic() > end:
+                return
+            try:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            except OSError:  # the client gave up
+                return
+            time.sleep(owner.trickle_every)
 
     def _send(self, status: int, data: bytes, headers: dict | None = None):
         self.send_response(status)
@@ -101,11 +122,13 @@ class _Server(ThreadingHTTPServer):
 
 
 class FaultyServer:
-    def __init__(self, answer: Answer, *, delay: float = 0.0, retry_after: str = "0", hang_seconds: float = 2.0):
+    def __init__(self, answer: Answer, *, delay: float = 0.0, retry_after: str = "0", hang_seconds: float = 2.0,
+                 trickle_every: float = 0.05):
         self.answer = answer
         self.delay = delay
         self.retry_after = retry_after
         self.hang_seconds = hang_seconds
+        self.trickle_every = trickle_every
         self.faults: deque[str] = deque()
         self.requests: list[tuple[str, dict]] = []
         self.headers: list[dict] = []
