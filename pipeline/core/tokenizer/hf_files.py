@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,16 +29,73 @@ def _byte_decoder() -> dict[str, int]:
 
 
 class HFTokenizer(Tokenizer):
-    def __init__(self, name, source, files, tokenizer, added_tokens: Mapping[str, int]):
+    """A ``tokenizers`` tokenizer. Ordinary text goes through tiktoken's core instead (``encoder`` says
+    which) where ``fast_bpe`` proved it gives the same ids; marker-aware ``encode`` always goes
+    through ``tokenizers``."""
+
+    encoder = "tokenizers"
+    encoder_note = ""  # why the fast encoder is not used, where it is not
+
+    def __init__(self, name, source, files, tokenizer, added_tokens: Mapping[str, int], fast: bool = True):
         super().__init__(name, source, files, added_tokens)
         self._with_specials = tokenizer
         # Ordinary text never matches an added token, special or not: encode_special_tokens only
         # covers tokens flagged special, so drop the added-token table from a copy instead.
-        data = json.loads(tokenizer.to_str())
+        raw = tokenizer.to_str()
+        data = json.loads(raw)
         data["added_tokens"] = []
         self._ordinary = tokenizer.__class__.from_str(json.dumps(data))
         self.n_vocab = tokenizer.get_vocab_size(with_added_tokens=True)
         self._bytes = self._build_byte_table(tokenizer)
+        if fast:
+            self._use_fast(data, hashlib.sha256(raw.encode()).hexdigest())
+
+    def _use_fast(self, data: dict, digest: str) -> None:
+        """Ordinary text on tiktoken's core where proven equal; else say once why not."""
+        from .fast_bpe import ENCODER_NAME, fast_encoder
+
+        found = fast_encoder(data, self.name, self._reference_batch, digest)
+        if isinstance(found, str):
+            self.encoder_note = found
+            warnings.warn(f"tokenizer {self.name!r}: ordinary text is encoded with the tokenizers library, "
+                          f"not tiktoken's faster core ({found})", FastEncoderUnavailable, stacklevel=2)
+            return
+        self._fast = found
+        self.encoder = ENCODER_NAME
+        self.encode_ordinary = self._fast_encode_ordinary
+        self.encode_ordinary_packed = self._fast_encode_ordinary_packed
+        self.encode_ordinary_batch = self._fast_encode_ordinary_batch
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The files' and specials' fingerprint (``Tokenizer.fingerprint``), and the encoder where it is not
+        the tokenizers library: ids proven on one encoder are pinned to it."""
+        files = Tokenizer.fingerprint.func(self)
+        if self.encoder == "tokenizers":
+            return files
+        return hashlib.sha256(f"{files}\0encoder={self.encoder}".encode()).hexdigest()
+
+    def _reference_batch(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self._ordinary.encode_batch(texts, add_special_tokens=False)]
+
+    def _fast_encode_ordinary(self, text: str) -> list[int]:
+        try:
+            return self._fast.encode_ordinary(text)
+        except Exception:  # noqa: BLE001 - lone surrogates: the tokenizers library's answer (or its error)
+            return self._ordinary.encode(text, add_special_tokens=False).ids
+
+    def _fast_encode_ordinary_packed(self, text: str):
+        """``encode_ordinary(text)`` as a buffer of native unsigned 32-bit ints; None: ask encode_ordinary."""
+        try:
+            return self._fast.encode_ordinary_packed(text)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _fast_encode_ordinary_batch(self, texts):
+        try:
+            return self._fast.encode_ordinary_batch(list(texts))
+        except Exception:  # noqa: BLE001
+            return [self.encode_ordinary(t) for t in texts]
 
     @property
     def backend(self):
@@ -71,6 +129,10 @@ class HFTokenizer(Tokenizer):
 
     def encode(self, text: str) -> list[int]:
         return self._with_specials.encode(text, add_special_tokens=False).ids
+
+
+class FastEncoderUnavailable(UserWarning):
+    """A byte-level BPE tokenizer's ordinary text goes through the tokenizers library (the message says why)."""
 
 
 def _added_tokens(tokenizer, config_file: Path | None) -> dict[str, int]:
