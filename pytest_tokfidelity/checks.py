@@ -133,7 +133,7 @@ class Checks:
             return
         judge, why = ds.setup()
         if judge is None:
-            pytest.fail(f"cannot check {ds.name}: {why}", pytrace=False)
+            pytest.fail(f"cannot check {ds.name}: {why.splitlines()[0]} (see test_manifest[{ds.name}])", pytrace=False)
         if name == "test_special_tokens":
             from pipeline.core.audit import audit
 

@@ -44,6 +44,7 @@ class DatasetRun:
     """One dataset in one process: its manifest, index, judge and verdicts."""
 
     explain = None  # (tokenizer, profile) -> the judge's explain callback; set for --tokfidelity-report
+    tokenizer_location: str | None = None  # where the tokenizer was found, absolute (set when it loads)
 
     def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: str | None):
         self.position = position
@@ -136,12 +137,16 @@ class DatasetRun:
         if self.manifest is None:
             return None, f"the manifest has no usable profile and tokenizer: {self.manifest_error}"
         from pipeline.core.profiles import bind_profile
-        from pipeline.core.tokenizer import load_tokenizer
+        from pipeline.core.tokenizer import TokenizerNotFound, load_tokenizer, tokenizer_location
 
+        where = "--tokfidelity-tokenizer" if self.tokenizer_override else f"{self.dir / 'manifest.json'}: field 'tokenizer'"
         try:
-            tokenizer = load_tokenizer(self.tokenizer_spec)
+            self.tokenizer_location = tokenizer_location(self.tokenizer_spec)  # pinned by the gate record
+            tokenizer = load_tokenizer(self.tokenizer_location)
+        except TokenizerNotFound as e:  # said once, in one line, naming this plugin's option
+            return None, f"{where}: {e.summary()}\nnext: {e.advice('--tokfidelity-tokenizer=PATH')}"
         except Exception as e:  # noqa: BLE001 - shown in the dataset's tests, never crashing the session
-            return None, f"{self.dir / 'manifest.json'}: field 'tokenizer': cannot load {self.tokenizer_spec!r}: {e}"
+            return None, f"{where}: cannot load {self.tokenizer_spec!r}: {e}"
         try:
             profile = bind_profile(self.manifest.profile, tokenizer)
         except Exception as e:  # noqa: BLE001
@@ -164,7 +169,7 @@ class DatasetRun:
         judge = self._setup[0] if self._setup is not None else None
         if judge is None:
             return None
-        return {"fingerprint": judge.tokenizer.fingerprint, "profile": judge.profile.name}
+        return {"fingerprint": judge.tokenizer.fingerprint, "profile": judge.profile.name, "location": self.tokenizer_location}
 
     def close(self) -> None:
         if self._fd is not None:

@@ -219,11 +219,14 @@ class RunReport:
             path = gate.write_open_record(
                 ds.dir, state_dir=state_dir, tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0]["fingerprint"],
                 profile=facts[0]["profile"], view=ds.view, counts=counts, pytest_args=args, pins=pins,
+                tokenizer_location=facts[0].get("location"),
             )
             return f"open (record {path})"
         if decision.status == CLOSED:
             reason = decision.reason + (f" (pytest {' '.join(args)})" if decision.problems else "")
-            gate.write_closed_record(ds.name, state_dir=state_dir, reason=reason, counts=counts, pytest_args=args)
+            gate.write_closed_record(
+                ds.name, state_dir=state_dir, reason=reason, counts=counts, pytest_args=args, next_step=decision.fix or None,
+            )
             return f"closed (record written: {decision.reason})" if decision.problems else f"closed: {decision.reason}"
         return f"record unchanged: {decision.reason}"
 

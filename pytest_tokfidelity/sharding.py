@@ -67,7 +67,7 @@ def write_shard(report: Any, ds: Any, shard: Shard, counts: Any, decision: Any, 
     path = gate.write_shard_record(
         ds.dir, shard, state_dir=state_dir, green=green, reason=reason, counts=counts, expected=shard_size(ds, shard),
         checks_passed=sorted(tally["checks"]), tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0].get("fingerprint"),
-        profile=facts[0].get("profile"), view=ds.view, pins=pins, pytest_args=args,
+        profile=facts[0].get("profile"), view=ds.view, pins=pins, pytest_args=args, tokenizer_location=facts[0].get("location"),
     )
     verdict = "green" if green else f"failed: {reason}"
     return f"shard {shard} {verdict} (record {path}); the gate opens with `tokfidelity gate merge --dataset {ds.name}`"

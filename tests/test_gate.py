@@ -117,7 +117,7 @@ def test_closed_record_says_why(dataset, tmp_path):
 def test_ambiguous_name_is_closed(dataset, tmp_path):
     write_dataset(dataset.parent / "G1_other", json.loads((dataset / "manifest.json").read_text()), [])
     status = check(dataset, tmp_path / "state")
-    assert not status.open and "matches 2 datasets" in status.message
+    assert not status.open and status.unknown and "matches 2 datasets" in status.message
 
 
 def test_code_fingerprint_covers_the_verdict_sources():
@@ -130,7 +130,7 @@ def test_cli_gate_check_exit_codes(dataset, tmp_path, capsys):
     argv = ["gate", "check", "--dataset", "G1", "--golden-dir", str(dataset.parent), "--state-dir", str(tmp_path / "state")]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert "gate for G1_demo is closed" in err and "to open it: pytest --tokfidelity-dataset=G1_demo" in err
+    assert "gate for G1_demo is closed" in err and "next: run `pytest --tokfidelity-dataset=G1_demo" in err
     open_record(dataset, tmp_path / "state")
     assert main(argv) == 0
     assert "is open" in capsys.readouterr().out

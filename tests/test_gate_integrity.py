@@ -68,7 +68,7 @@ def test_chat_template_edited_during_the_run_keeps_the_gate_closed_and_is_named(
     make_dataset(pytester.path, "P2_tmpl", exact_samples(2), tokenizer=str(tok_dir))
     edit_test(pytester, tok_dir / "chat_template.jinja", b" ")  # one character
     result = run(pytester, "--tokfidelity-dataset=P2", "test_edit.py")
-    result.assert_outcomes(passed=4 + 2 + 1)
+    result.assert_outcomes(passed=4 + 2 + 1, failed=1)  # test_gate_policy: the gate stays closed
     rec = record(pytester, "P2_tmpl")
     assert rec["status"] == "closed"
     assert f"chat template {(tok_dir / 'chat_template.jinja').resolve()} changed since it was read" in rec["reason"]

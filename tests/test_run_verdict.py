@@ -46,3 +46,90 @@ def test_a_green_gate_adds_no_test_and_a_partial_run_keeps_the_record(pytester):
     green = run(pytester, "--tokfidelity-dataset=V4")
     green.assert_outcomes(passed=4 + 2)
     assert "test_gate_policy" not in green.stdout.str()
+
+
+# -- 3. the record pins where the tokenizer was found; not found is said as that ---------------------
+def test_gate_check_in_a_fresh_shell_finds_the_tokenizer_where_the_run_did(pytester, monkeypatch, capsys):
+    from pipeline.cli import main
+    from pipeline.core.tokenizer import tokenizer_location
+
+    make_dataset(pytester.path, "V5_shell", exact_samples(2))  # tokenizer "kimi-k2.5": a folder under TOKFIDELITY_TOKENIZERS
+    run(pytester, "--tokfidelity-dataset=V5").assert_outcomes(passed=4 + 2)
+    rec = record(pytester, "V5_shell")
+    assert rec["tokenizer"] == "kimi-k2.5" and rec["tokenizer_location"] == tokenizer_location("kimi-k2.5")
+    monkeypatch.delenv("TOKFIDELITY_TOKENIZERS")  # a fresh shell, without the run's environment
+    argv = ["gate", "check", "--dataset", "V5", "--golden-dir", str(pytester.path / "golden"), "--state-dir", str(pytester.path / "state")]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert gate(pytester, "V5").tokenizer == rec["tokenizer_location"]
+
+
+def test_a_tokenizer_not_found_is_said_as_that_with_how_to_pass_it(pytester, monkeypatch, capsys):
+    from pipeline.cli import main
+
+    make_dataset(pytester.path, "V6_gone", exact_samples(2))
+    run(pytester, "--tokfidelity-dataset=V6").assert_outcomes(passed=4 + 2)
+    path = pytester.path / "state" / "gates" / "V6_gone.json"
+    rec = json.loads(path.read_text())
+    rec["tokenizer_location"] = str(pytester.path / "moved-away")
+    path.write_text(json.dumps(rec))
+    monkeypatch.delenv("TOKFIDELITY_TOKENIZERS")
+    argv = ["gate", "check", "--dataset", "V6", "--golden-dir", str(pytester.path / "golden"), "--state-dir", str(pytester.path / "state")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "tokenizer 'kimi-k2.5' not found" in err and "cannot be loaded" not in err
+    assert "next: pass --tokenizer PATH, or set TOKFIDELITY_TOKENIZERS" in err
+    assert "pytest --tokfidelity-dataset" not in err  # a rerun would not find it either
+
+
+def test_shards_run_with_a_tokenizer_path_merge_into_an_open_gate(pytester, capsys):
+    from pipeline.cli import main
+    from pipeline.core.tokenizer import load_tokenizer
+
+    kimi_dir = str(load_tokenizer("kimi-k2.5").source)
+    make_dataset(pytester.path, "V7_shards", exact_samples(4), tokenizer="no-such-tokenizer-here")
+    for i in (1, 2):
+        run(pytester, "--tokfidelity-dataset=V7", f"--tokfidelity-shard={i}/2", f"--tokfidelity-tokenizer={kimi_dir}")
+    argv = ["gate", "merge", "--dataset", "V7", "--golden-dir", str(pytester.path / "golden"), "--state-dir", str(pytester.path / "state")]
+    code = main(argv)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.out.count("is open") == 2 and "closed" not in out.out + out.err
+
+
+# -- 4. each reason gets its own next step, said once --------------------------------------------------
+def test_unknown_dataset_is_a_usage_error_for_gate_check_and_gated_stages(tmp_path, capsys):
+    from pipeline.cli import main
+
+    (tmp_path / "golden").mkdir()
+    common = ["--dataset", "NOPE", "--golden-dir", str(tmp_path / "golden"), "--state-dir", str(tmp_path / "state")]
+    assert main(["gate", "check", *common]) == 2
+    assert "no dataset named 'NOPE'" in capsys.readouterr().err
+    assert main(["train", *common, "--data", str(tmp_path / "d.jsonl"), "--out", str(tmp_path / "out"), "--command", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "no dataset named 'NOPE'" in err and "refused" not in err
+
+
+def test_a_rate_over_the_limit_names_the_manifest_field_and_the_command_once(pytester, capsys):
+    from pipeline.cli import main
+
+    make_dataset(pytester.path, "V8_rate", exact_samples(3) + [split_sample()])
+    run(pytester, "--tokfidelity-dataset=V8", "--snapshot-update")
+    run(pytester, "--tokfidelity-dataset=V8")
+    argv = ["gate", "check", "--dataset", "V8", "--golden-dir", str(pytester.path / "golden"), "--state-dir", str(pytester.path / "state")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "next: review the known divergences; if they are acceptable, raise the manifest's field max_known_divergence_rate" in err
+    assert err.count("pytest --tokfidelity-dataset=V8_rate") == 1, err
+
+
+def test_another_tokenizer_is_told_which_one_the_gate_was_opened_with(pytester):
+    make_dataset(pytester.path, "V9_tok", exact_samples(2))
+    run(pytester, "--tokfidelity-dataset=V9").assert_outcomes(passed=4 + 2)
+    status = gate(pytester, "V9")
+    assert status.open
+    from pipeline.core.gate import check_gate
+
+    other = check_gate("V9", golden_dir=pytester.path / "golden", state_dir=pytester.path / "state", tokenizer="qwen3")
+    assert not other.open and "has fingerprint" in other.message
+    assert other.next_step.startswith(f"pass --tokenizer {status.tokenizer} (the tokenizer the gate was opened with)")
+    assert "--tokfidelity-tokenizer=qwen3" in other.next_step

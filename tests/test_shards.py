@@ -208,7 +208,7 @@ def test_no_shard_records_and_unknown_dataset(golden, tmp_path, capsys):
     state = tmp_path / "state"
     merged = merge(golden, state)
     assert not merged.open and "no usable shard record" in merged.message
-    assert main(["gate", "merge", "--dataset", "NOPE", "--golden-dir", str(golden), "--state-dir", str(state)]) == 1
+    assert main(["gate", "merge", "--dataset", "NOPE", "--golden-dir", str(golden), "--state-dir", str(state)]) == 2  # a usage error
     assert "NOPE" in capsys.readouterr().err
 
 

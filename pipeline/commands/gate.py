@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..cli import EXIT_OK, EXIT_FAILED
+from ..cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 HELP = "Check or show the gate record that a green fidelity suite writes for a dataset."
 
@@ -32,12 +32,13 @@ def run(args) -> int:
     if args.gate_command == "merge":
         merged = merge_shards(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)
         if not merged.open:
-            print(merged.message, file=sys.stderr)
-            return EXIT_FAILED
+            return _closed(merged, "merge")
         print(merged.message)
         status = check_gate(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)  # what gated stages will see
-        print(status.message, file=sys.stdout if status.open else sys.stderr)
-        return EXIT_OK if status.open else EXIT_FAILED
+        if not status.open:
+            return _closed(status, "merge")
+        print(status.message)
+        return EXIT_OK
 
     if args.gate_command == "show":
         try:
@@ -52,8 +53,16 @@ def run(args) -> int:
         return EXIT_OK
 
     status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
-    stream = sys.stdout if status.open else sys.stderr
-    print(status.message, file=stream)
-    if not status.open:
-        print(f"to open it: {status.open_command}", file=sys.stderr)
-    return EXIT_OK if status.open else EXIT_FAILED
+    if status.open:
+        print(status.message)
+        return EXIT_OK
+    return _closed(status, "check")
+
+
+def _closed(status, action: str) -> int:
+    """Say why the gate is closed and the one thing to do next; an unknown dataset is a usage error."""
+    if status.unknown:
+        print(f"tokfidelity gate {action}: --dataset: {status.message}\nnext: {status.next_step}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{status.message}\nnext: {status.next_step}", file=sys.stderr)
+    return EXIT_FAILED

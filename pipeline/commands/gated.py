@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..cli import EXIT_GATE_CLOSED
+from ..cli import EXIT_GATE_CLOSED, EXIT_USAGE
 
 
 def add_gate_arguments(p) -> None:
@@ -17,8 +17,9 @@ def add_gate_arguments(p) -> None:
 
 
 def closed_gate_exit(args, stage: str):
-    """Check the dataset's gate first of all. Returns (exit code 3, None) when closed, after telling
-    stderr why and which command opens it; (None, GateStatus) when open. Nothing else has run yet."""
+    """Check the dataset's gate first of all. Returns (exit code 3, status) when closed, after telling
+    stderr why and what to do next (2 for a name that matches no dataset); (None, GateStatus) when
+    open. Nothing else has run yet."""
     from ..core.gate import check_gate
 
     status = check_gate(
@@ -27,11 +28,17 @@ def closed_gate_exit(args, stage: str):
     )
     if status.open:
         return None, status
-    print(
-        f"tokfidelity {stage}: refused, nothing was sent or written. {status.message}\nOpen it with: {status.open_command}",
-        file=sys.stderr,
-    )
+    if status.unknown:
+        print(f"tokfidelity {stage}: --dataset: {status.message}\nnext: {status.next_step}", file=sys.stderr)
+        return EXIT_USAGE, status
+    print(f"tokfidelity {stage}: refused, nothing was sent or written. {status.message}\nnext: {status.next_step}", file=sys.stderr)
     return EXIT_GATE_CLOSED, status
+
+
+def gated_tokenizer(args, status, manifest) -> str:
+    """The tokenizer a gated stage loads: ``--tokenizer``, else the one the gate check loaded (where
+    the green run found it), else the manifest's."""
+    return args.tokenizer or status.tokenizer or manifest.tokenizer
 
 
 def dataset_manifest(args, status):

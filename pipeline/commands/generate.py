@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
-from .gated import add_gate_arguments, closed_gate_exit, dataset_manifest
+from .gated import add_gate_arguments, closed_gate_exit, dataset_manifest, gated_tokenizer
 from ..core.files import out_folder_problem
 
 HELP = "Generate completions for a prompts file through a chat-completions API (OpenRouter by default), resumably."
@@ -113,7 +113,7 @@ def run(args) -> int:
         return usage_error(problem)
     try:
         manifest = dataset_manifest(args, status)
-        tokenizer, profile = bind_dataset(args.profile or manifest.profile, args.tokenizer or manifest.tokenizer)
+        tokenizer, profile = bind_dataset(args.profile or manifest.profile, gated_tokenizer(args, status, manifest))
         prompt_items = list(read_prompts(args.prompts))
         defaults = request_defaults(args)
     except (GoldenError, TokenizerNotFound, ProfileError, PromptError, ValueError) as e:

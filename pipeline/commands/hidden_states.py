@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
-from .gated import add_gate_arguments, closed_gate_exit
+from .gated import add_gate_arguments, closed_gate_exit, gated_tokenizer
 from ..core.files import out_folder_problem
 
 HELP = "Compute target-model hidden states for `tokfidelity build` records (transformers, or a configured engine command)."
@@ -38,7 +38,7 @@ def run(args) -> int:
     from .gated import dataset_manifest
 
     try:
-        train, _ = gated_build(args.data, args.tokenizer or dataset_manifest(args, status).tokenizer, status.dataset)
+        train, _ = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
         if args.command and args.format != "safetensors":

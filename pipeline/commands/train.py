@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
-from .gated import add_gate_arguments, closed_gate_exit
+from .gated import add_gate_arguments, closed_gate_exit, gated_tokenizer
 from ..core.files import out_folder_problem
 
 HELP = "Launch the configured drafter training command (SpecForge, speculators, ...) on built data; gated."
@@ -31,7 +31,7 @@ def run(args) -> int:
     from .gated import dataset_manifest
 
     try:
-        train, _ = gated_build(args.data, args.tokenizer or dataset_manifest(args, status).tokenizer, status.dataset)
+        train, _ = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
         values = {"data": str(train), "out": str(Path(args.out)), "hidden_states": str(Path(args.hidden_states or ""))}
         if problem := out_folder_problem(args.out):
             raise ValueError(problem)

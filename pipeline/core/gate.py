@@ -65,6 +65,9 @@ class GateStatus:
     dataset: str  # dataset folder name, e.g. "B3_magicoder"
     message: str  # one paragraph: why open/closed, what is missing or changed
     open_command: str  # the command that opens it, e.g. "pytest --tokfidelity-dataset=B3_magicoder"
+    next_step: str = ""  # closed: the one thing to do next (a rerun cannot fix every reason)
+    unknown: bool = False  # the name matches no dataset, or several: a usage error, not a closed gate
+    tokenizer: str | None = None  # the tokenizer the check loaded (an override, else where the record found it)
 
     def __bool__(self) -> bool:
         return self.open
@@ -176,15 +179,17 @@ def write_open_record(
     counts: Counts | Mapping[str, Any],
     pytest_args: Sequence[str] = (),
     pins: Pins | None = None,
+    tokenizer_location: str | None = None,
 ) -> Path:
     """Record a full green run of one dataset: the gate opens for these exact inputs.
-    ``pins``: the hashes of what the run read (default: the dataset files as they are now)."""
+    ``pins``: the hashes of what the run read (default: the dataset files as they are now);
+    ``tokenizer_location``: where the run found the tokenizer (checks use it when given none)."""
     dataset_dir = Path(dataset_dir)
     record = {
         "format": RECORD_FORMAT,
         "status": "open",
         "dataset": dataset_dir.name,
-        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins),
+        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts),
         "pytest_args": list(pytest_args),
         "time": _now(),
@@ -199,13 +204,16 @@ def write_closed_record(
     reason: str,
     counts: Counts | Mapping[str, Any] | None = None,
     pytest_args: Sequence[str] = (),
+    next_step: str | None = None,
 ) -> Path:
-    """Close a dataset's gate after a failing run, keeping why for ``gate check``."""
+    """Close a dataset's gate after a failing run, keeping why (and ``next_step``, what to change
+    before a run can open it) for ``gate check``."""
     record = {
         "format": RECORD_FORMAT,
         "status": "closed",
         "dataset": dataset,
         "reason": reason,
+        **({"next": next_step} if next_step else {}),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts or {}),
         "pytest_args": list(pytest_args),
         "time": _now(),
@@ -236,14 +244,17 @@ def count_samples(samples_file: str | os.PathLike) -> int:
     return n
 
 
-def _option_problems(record: Mapping[str, Any], profile: str | None, view: str | None) -> list[str]:
-    """A stage option that changes how ids are made must be what the gate was opened with."""
-    problems = []
+def _option_problems(record: Mapping[str, Any], profile: str | None, view: str | None) -> tuple[list[str], list[str]]:
+    """A stage option that changes how ids are made must be what the gate was opened with: (problems, next steps)."""
+    problems, steps = [], []
     if profile is not None and profile != record.get("profile"):
         problems.append(f"--profile {profile} differs from the profile the gate was opened with ({record.get('profile')!r})")
+        steps.append(f"run with --profile {record.get('profile')} (or without --profile), or verify a dataset whose manifest "
+                     f"names profile {profile} and gate on that one")
     if view is not None and view != record.get("view"):
         problems.append(f"view {view} differs from the view the gate was opened with ({record.get('view')!r})")
-    return problems
+        steps.append(f"use view {record.get('view')}, or set the manifest's field api_view to {view} and verify the dataset again")
+    return problems, steps
 
 
 def _counts_problem(record: Mapping[str, Any], manifest: Any, dataset_dir: Path) -> str | None:
@@ -259,20 +270,94 @@ def _counts_problem(record: Mapping[str, Any], manifest: Any, dataset_dir: Path)
     return None
 
 
-def _tokenizer_problem(spec: str, record: Mapping[str, Any]) -> str | None:
-    try:
-        from .tokenizer import load_tokenizer
+def _gate_tokenizer(override: str | None, record: Mapping[str, Any], manifest: Any) -> str:
+    """The tokenizer a check loads: the override, else where the green run found it (when it is still
+    there: a fresh shell need not repeat the run's TOKFIDELITY_TOKENIZERS), else the manifest's."""
+    if override:
+        return override
+    location = record.get("tokenizer_location")
+    if isinstance(location, str) and location:
+        from .tokenizer import location_exists
 
+        if location_exists(location):
+            return location
+    return manifest.tokenizer
+
+
+def _tokenizer_problem(spec: str, record: Mapping[str, Any], command: str) -> tuple[str, str] | None:
+    """(what is wrong with the tokenizer ``spec``, what to do), or None when it is the gate's."""
+    from .tokenizer import TokenizerNotFound, load_tokenizer
+
+    try:
         fingerprint = load_tokenizer(spec).fingerprint
+    except TokenizerNotFound as e:  # not a closed gate to reopen: the files are elsewhere
+        return e.summary(), e.advice()
     except Exception as e:  # noqa: BLE001 - any load failure keeps the gate shut, with its reason
         detail = " ".join(line.strip() for line in str(e).splitlines())
-        return f"tokenizer {spec!r} cannot be loaded ({type(e).__name__}: {detail})"
+        return f"tokenizer {spec!r} cannot be loaded ({type(e).__name__}: {detail})", "fix or fetch the tokenizer's files again"
     if fingerprint != record.get("tokenizer_fingerprint"):
+        opened_with = record.get("tokenizer_location") or record.get("tokenizer")
         return (
             f"tokenizer {spec!r} has fingerprint {fingerprint[:12]}, the record has "
-            f"{str(record.get('tokenizer_fingerprint'))[:12]} (from {record.get('tokenizer')!r})"
+            f"{str(record.get('tokenizer_fingerprint'))[:12]} (from {record.get('tokenizer')!r})",
+            f"pass --tokenizer {opened_with} (the tokenizer the gate was opened with), or open the gate for this one: "
+            f"`{command} --tokfidelity-tokenizer={spec}`",
         )
     return None
+
+
+def _record_problems(record: Mapping[str, Any], where: Path, command: str) -> tuple[str, str] | None:
+    """(why a record cannot open the gate by its status, format or shape, what to do), or None."""
+    rerun = f"run `{command}`"
+    if record.get("status") == "unreadable":
+        return f"the record is unreadable ({record['reason']})", rerun
+    if record.get("status") != "open":
+        fix = record.get("next")
+        step = f"{fix}; then {rerun}" if isinstance(fix, str) and fix else rerun
+        return f"the last run ({record.get('time', '?')}) failed: {record.get('reason', 'no reason recorded')}", step
+    if record.get("format") != RECORD_FORMAT:
+        return f"{where} has record format {record.get('format')!r}, this code writes {RECORD_FORMAT}", rerun
+    damaged = [k for k in ("golden_files", "code_files", "libraries", "counts", "template_files") if not isinstance(record.get(k, {}), dict)]
+    if damaged:
+        return f"{where} is damaged (field {damaged[0]!r} is not an object)", rerun
+    return None
+
+
+def _pinned_problems(record: Mapping[str, Any], dataset_dir: Path, tokenizer: str | None, command: str):
+    """What differs today from what the record pinned: (problems, next steps, the tokenizer checked)."""
+    rerun = f"run `{command}`"
+    problems = changed_files("golden file", record.get("golden_files", {}), golden_file_hashes(dataset_dir))
+    steps = [rerun] if problems else []
+    from .golden import GoldenError, load_manifest
+
+    checked = None
+    try:
+        manifest = load_manifest(dataset_dir)
+    except GoldenError as e:
+        problems.append(f"the manifest is invalid ({e})")
+        steps.append(f"fix {dataset_dir / 'manifest.json'} as said, then {rerun}")
+        manifest = None
+    if manifest is not None:
+        before = len(problems)
+        if record.get("profile") != manifest.profile:
+            problems.append(f"the record's profile is {record.get('profile')!r}, the manifest says {manifest.profile!r}")
+        if record.get("view") != manifest.api_view:
+            problems.append(f"the recorded run used view {record.get('view')!r}, the manifest says {manifest.api_view!r}")
+        if not problems and (why := _counts_problem(record, manifest, dataset_dir)):
+            problems.append(why)
+        if len(problems) > before:
+            steps.append(rerun)
+        checked = _gate_tokenizer(tokenizer, record, manifest)
+        if (found := _tokenizer_problem(checked, record, command)) is not None:
+            problems.append(found[0])
+            steps.append(found[1])
+    more = _render_problems(record)
+    more += changed_files("source", record.get("code_files", {}), code_file_hashes())
+    more += changed_files("library", record.get("libraries", {}), library_versions())
+    if more:
+        problems += more
+        steps.append(rerun)
+    return problems, steps, checked
 
 
 def check_gate(
@@ -287,62 +372,34 @@ def check_gate(
     """Is the gate of ``dataset`` open? Open when a green record matches today's golden files,
     tokenizer fingerprint and code fingerprint, its counts could have opened it, and the stage's
     own ``profile`` / ``tokenizer`` / ``view`` (None: the manifest's) are the ones it was opened
-    with; otherwise the message says what is missing or changed, and ``open_command`` is what to run."""
+    with; otherwise the message says what is missing or changed, and ``next_step`` what to do
+    (``open_command`` when a run of the suite can open it). Without ``tokenizer`` the check loads
+    the tokenizer from where the green run found it, when that is still there."""
     state = Path(state_dir) if state_dir is not None else default_state_dir()
     gdir = Path(golden_dir) if golden_dir is not None else default_golden_dir()
-    command = open_command(dataset, golden_dir, tokenizer, state_dir)
-
-    def closed(name: str, why: str) -> GateStatus:
-        return GateStatus(False, name, f"gate for {name} is closed: {why}. Run `{command}` to open it.", command)
-
     try:
         dataset_dir = resolve_dataset_dir(gdir, dataset)
     except ValueError as e:
-        return closed(dataset, str(e))
+        return GateStatus(False, dataset, str(e), "", "name one dataset with --dataset (a folder NAME, or the NAME of NAME_*)", unknown=True)
     name = dataset_dir.name
     command = open_command(name, golden_dir, tokenizer, state_dir)
+
+    def closed(why: str, steps: Sequence[str] = (), checked: str | None = None) -> GateStatus:
+        step = "; ".join(dict.fromkeys(steps)) or f"run `{command}` to open it"
+        return GateStatus(False, name, f"gate for {name} is closed: {why}.", command, step, tokenizer=checked)
+
     record = read_record(state, name)
     where = record_path(state, name)
     if record is None:
-        return closed(name, f"no verification run is recorded ({where} does not exist)")
-    if record.get("status") == "unreadable":
-        return closed(name, f"the record is unreadable ({record['reason']})")
-    if record.get("status") != "open":
-        return closed(name, f"the last run ({record.get('time', '?')}) failed: {record.get('reason', 'no reason recorded')}")
-    if record.get("format") != RECORD_FORMAT:
-        return closed(name, f"{where} has record format {record.get('format')!r}, this code writes {RECORD_FORMAT}")
-
-    damaged = [k for k in ("golden_files", "code_files", "libraries", "counts", "template_files") if not isinstance(record.get(k, {}), dict)]
-    if damaged:
-        return closed(name, f"{where} is damaged (field {damaged[0]!r} is not an object)")
-    option_problems = _option_problems(record, profile, view)
+        return closed(f"no verification run is recorded ({where} does not exist)")
+    if (found := _record_problems(record, where, command)) is not None:
+        return closed(*found[:1], found[1:])
+    option_problems, option_steps = _option_problems(record, profile, view)
     if option_problems:
-        return closed(name, "; ".join(option_problems))
-    problems = changed_files("golden file", record.get("golden_files", {}), golden_file_hashes(dataset_dir))
-
-    from .golden import GoldenError, load_manifest
-
-    try:
-        manifest = load_manifest(dataset_dir)
-    except GoldenError as e:
-        problems.append(f"the manifest is invalid ({e})")
-        manifest = None
-    if manifest is not None:
-        if record.get("profile") != manifest.profile:
-            problems.append(f"the record's profile is {record.get('profile')!r}, the manifest says {manifest.profile!r}")
-        if record.get("view") != manifest.api_view:
-            problems.append(f"the recorded run used view {record.get('view')!r}, the manifest says {manifest.api_view!r}")
-        if not problems and (why := _counts_problem(record, manifest, dataset_dir)):
-            problems.append(why)
-        if (why := _tokenizer_problem(tokenizer or manifest.tokenizer, record)) is not None:
-            problems.append(why)
-
-    problems += _render_problems(record)
-    problems += changed_files("source", record.get("code_files", {}), code_file_hashes())
-    problems += changed_files("library", record.get("libraries", {}), library_versions())
-
+        return closed("; ".join(option_problems), option_steps)
+    problems, steps, checked = _pinned_problems(record, dataset_dir, tokenizer, command)
     if problems:
-        return closed(name, f"since the green run of {record.get('time', '?')}: " + "; ".join(problems))
+        return closed(f"since the green run of {record.get('time', '?')}: " + "; ".join(problems), steps, checked)
     counts = record.get("counts", {})
     summary = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, (int, float)))
     return GateStatus(
@@ -351,6 +408,7 @@ def check_gate(
         f"gate for {name} is open: green run of {record.get('time', '?')} ({summary}) matches today's golden "
         f"files, tokenizer and code.",
         command,
+        tokenizer=checked,
     )
 
 
@@ -389,7 +447,9 @@ def _render_problems(record: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _pinned_fields(dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, profile, view, pins: Pins | None) -> dict[str, Any]:
+def _pinned_fields(
+    dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, profile, view, pins: Pins | None, tokenizer_location: str | None = None,
+) -> dict[str, Any]:
     """What a record pins: golden files, tokenizer, profile, view, code and libraries."""
     golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
     code = code_file_hashes()
@@ -401,6 +461,7 @@ def _pinned_fields(dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, pro
         "golden_sha256": _digest(golden),
         "tokenizer": tokenizer_spec,
         "tokenizer_fingerprint": tokenizer_fingerprint,
+        "tokenizer_location": tokenizer_location,
         "tokenizer_files": dict(pins.tokenizer) if pins is not None else {},
         "template_files": template,  # the chat template the prompts were rendered with, as read
         "render": settings,  # the render's keyword arguments: the profile's template variables and tool steps
@@ -428,6 +489,7 @@ def write_shard_record(
     view: str,
     pins: Pins | None = None,
     pytest_args: Sequence[str] = (),
+    tokenizer_location: str | None = None,
 ) -> Path:
     """Record one shard's run (``<DATASET>.shard-I-of-N.json``): its counts, whether it was green,
     and the same pins as a full record. It opens nothing; ``merge_shards`` decides."""
@@ -441,7 +503,7 @@ def write_shard_record(
         "status": GREEN if green else FAILED,
         "reason": reason,
         "dataset": dataset_dir.name,
-        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins),
+        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location),
         "expected": expected,
         "checks_passed": sorted(checks_passed),
         "counts": counts.to_record(),
@@ -494,7 +556,7 @@ def merge_shards(
     try:
         dataset_dir = resolve_dataset_dir(gdir, dataset)
     except ValueError as e:
-        return GateStatus(False, dataset, f"gate for {dataset} is unchanged: {e}", command)
+        return GateStatus(False, dataset, str(e), command, "name one dataset with --dataset (a folder NAME, or the NAME of NAME_*)", unknown=True)
     name = dataset_dir.name
     problems, shards, of = shard_set_problems(read_shard_records(state, name))
     try:
@@ -506,14 +568,16 @@ def merge_shards(
         problems, merged = _merged_problems(dataset_dir, manifest, shards)
     if problems:
         reason = f"merge of the shard records in {state / 'gates'} refused: " + "; ".join(problems)
-        write_closed_record(name, state_dir=state, reason=reason, counts=merged, pytest_args=[command])
-        return GateStatus(False, name, f"gate for {name} is closed: {reason}", command)
+        step = "run (again) the shards named above, gather their records in the state dir, then merge again"
+        write_closed_record(name, state_dir=state, reason=reason, counts=merged, pytest_args=[command], next_step=step)
+        return GateStatus(False, name, f"gate for {name} is closed: {reason}", command, f"{step}: `{command}`")
     ref = shards[min(shards)].record
     path = write_open_record(
         dataset_dir, state_dir=state, tokenizer_spec=ref["tokenizer"], tokenizer_fingerprint=ref["tokenizer_fingerprint"],
         profile=ref["profile"], view=ref["view"], counts=merged,
         pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
         pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {})),
+        tokenizer_location=ref.get("tokenizer_location"),
     )
     return GateStatus(
         True, name,

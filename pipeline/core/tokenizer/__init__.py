@@ -26,8 +26,10 @@ from .resolve import (
     TOKENIZER_FILES,
     _load_path,
     load_tokenizer,
+    location_exists,
     resolve_package_file,
     resolve_tokenizer_dir,
+    tokenizer_location,
 )
 from .tiktoken_files import KIMI_PAT_STR, TiktokenTokenizer
 
@@ -35,6 +37,8 @@ __all__ = [
     "Tokenizer",
     "TokenizerNotFound",
     "load_tokenizer",
+    "tokenizer_location",
+    "location_exists",
     "resolve_tokenizer_dir",
     "resolve_package_file",
     "PACKAGE_FILE_PREFIX",

