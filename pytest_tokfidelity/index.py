@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pipeline.core.golden import GoldenError, GoldenSample, parse_sample
+from pipeline.core.files import open_input
 from pipeline.core.jsonl import JsonTextError, parse_json
 
 try:
@@ -81,7 +82,7 @@ class SampleIndex:
         self.duplicate_of: dict[int, int] = {}  # position -> line where the id was first seen
         self.problem: str | None = None  # why the file cannot be read at all, for test_manifest
         try:
-            f = open(self.path, "rb")
+            f = open_input(self.path)  # a FIFO or a device: refused here, not waited on
         except FileNotFoundError:
             self.problem = "missing: every dataset folder needs a samples.jsonl"
             return

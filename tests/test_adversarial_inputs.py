@@ -240,3 +240,47 @@ def test_a_response_with_a_long_integer_is_an_incomplete_body_not_a_traceback():
         with pytest.raises(ApiError) as e:
             asyncio.run(go(server.url))
     assert e.value.attempts == 2 and "5,000 digits" not in str(e.value) and "not complete JSON" in str(e.value)
+
+
+# -- 12. a FIFO (or a device) where an input file should be: refused, never waited on -----------
+def test_a_fifo_samples_file_fails_the_suite_instead_of_blocking_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from pipeline.core.golden import write_dataset
+    from test_plugin import manifest
+
+    data = write_dataset(tmp_path / "golden" / "F1_fifo", manifest("F1_fifo"), [])
+    (data / "samples.jsonl").unlink()
+    os.mkfifo(data / "samples.jsonl")
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+                             f"--tokfidelity-golden-dir={tmp_path / 'golden'}", f"--tokfidelity-state-dir={tmp_path / 'state'}",
+                             "--tokfidelity-dataset=F1"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "is a FIFO (named pipe), not a regular file" in result.stdout
+
+
+def test_fifo_and_device_inputs_are_named_errors(tmp_path, capsys):
+    import os
+
+    from pipeline.core.golden import GoldenError, load_manifest
+    from pipeline.stages.generate import load_finished
+    from pipeline.stages.prompts import PromptError, read_prompts
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert main(["render", "--profile", "qwen3", "--tokenizer", "qwen3", str(fifo)]) == 2
+    assert "is a FIFO (named pipe), not a regular file" in capsys.readouterr().err
+    assert main(["render", "--profile", "qwen3", "--tokenizer", "qwen3", "/dev/zero"]) == 2
+    assert "is a character device, not a regular file" in capsys.readouterr().err
+    with pytest.raises(PromptError, match="is a FIFO"):
+        list(read_prompts(fifo))
+    with pytest.raises(ValueError, match="is a FIFO"):
+        load_finished(fifo)
+    (tmp_path / "ds").mkdir()
+    os.mkfifo(tmp_path / "ds" / "manifest.json")
+    with pytest.raises(GoldenError, match="is a FIFO"):
+        load_manifest(tmp_path / "ds")

@@ -45,6 +45,7 @@ def run(args) -> int:
     from ..core.render import RenderError, chat_template
     from ..core.binding import bind_dataset
     from ..core.tokenizer import TokenizerNotFound
+    from ..core.files import open_input
 
     try:
         tokenizer, profile = bind_dataset(args.profile, args.tokenizer)
@@ -55,7 +56,7 @@ def run(args) -> int:
     if args.input is None:
         return EXIT_FAILED if _render_lines(sys.stdin.buffer, "<stdin>", profile, tokenizer, sys.stdout) else EXIT_OK
     try:
-        stream = open(args.input, "rb")
+        stream = open_input(args.input)  # a FIFO or a device is refused, not waited on
     except OSError as e:
         print(f"tokfidelity render: cannot read {args.input}: {e.strerror}", file=sys.stderr)
         return EXIT_USAGE

@@ -4,17 +4,23 @@
 writers never share one) and renames it over ``path``. ``atomic_path(path)`` gives that temporary
 path to a writer that needs a file name (safetensors, a tokenizer's ``save``). A failure removes
 the temporary file and leaves ``path`` as it was.
+
+``open_input(path)`` opens a file tokfidelity reads, refusing, before a byte is read, what is not a
+regular file: a FIFO would block the reader forever, a device (``/dev/zero``) never end. Every input
+file (samples, manifests, prompts, records, pinned files) is opened through it or ``read_input``.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write", "cache_root", "out_folder_problem"]
+__all__ = ["NotARegularFile", "atomic_path", "atomic_write", "cache_root", "open_input", "out_folder_problem", "read_input"]
 
 
 def cache_root() -> Path:
@@ -53,3 +59,35 @@ def out_folder_problem(out: os.PathLike | str, what: str = "a folder (created wh
     if out.exists() and not out.is_dir():
         return f"--out {out} is a file; give {what}"
     return None
+
+
+class NotARegularFile(OSError):
+    """An input path that is a FIFO, a device or a socket (``strerror`` says which)."""
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def open_input(path: os.PathLike | str):
+    """``open(path, "rb")``, but a folder raises IsADirectoryError and a FIFO, device or socket raises
+    NotARegularFile, both before anything is read (a FIFO is opened without waiting for a writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise NotARegularFile(errno.EINVAL, f"is {kind}, not a regular file; give a file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input(path: os.PathLike | str) -> bytes:
+    """The bytes of an input file (``open_input``'s checks first)."""
+    with open_input(path) as f:
+        return f.read()

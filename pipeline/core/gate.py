@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .decision import Completeness, Counts, Decision, decide
+from .files import open_input
 from .pins import Pins, changed_files, file_sha256, golden_file_hashes, template_changes
 
 __all__ = [
@@ -235,7 +236,7 @@ def read_record(state_dir: str | os.PathLike | None, dataset: str) -> dict[str, 
 def count_samples(samples_file: str | os.PathLike) -> int:
     """Samples in a samples.jsonl: its non-blank lines (a UTF-8 byte-order mark is not a line's content)."""
     n = 0
-    with open(samples_file, "rb") as f:
+    with open_input(samples_file) as f:
         for line_no, line in enumerate(f, 1):
             if line_no == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]

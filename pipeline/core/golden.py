@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .files import atomic_write
+from .files import atomic_write, read_input
 from .errors import TokfidelityError
 from .jsonl import JsonTextError, parse_json, read_records
 from .names import PROFILE_NAMES, VIEW_NAMES
@@ -106,7 +106,7 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
     path = dataset_dir / MANIFEST_FILE
     try:
         if data is None:
-            data = path.read_bytes()
+            data = read_input(path)
         text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine
     except FileNotFoundError:
         raise GoldenError(path, 0, None, "missing: every dataset folder needs a manifest.json (see README)") from None

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import TokfidelityError
+from .files import open_input
 
 __all__ = ["JsonLineError", "JsonTextError", "parse_json", "json_lines", "read_json_lines", "read_records"]
 
@@ -89,7 +90,7 @@ def json_lines(lines: Iterable[bytes], path: os.PathLike | str | None = None) ->
 
 def read_json_lines(path: os.PathLike | str) -> Iterator[tuple[int, Any]]:
     """``json_lines`` over a file, read as bytes (errors name the file)."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:  # a FIFO or a device is refused, not waited on
         yield from json_lines(f, path)
 
 

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .files import open_input
+
 __all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes"]
 
 _SKIPPED_SUFFIXES = (".lock", ".tmp")
@@ -29,7 +31,7 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 

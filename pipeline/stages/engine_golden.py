@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.files import read_input
 from ..core.golden import write_dataset
 from .capture.chat_engine import response_message
 from .generate import RECORDS_FILE, RUN_FILE, USABLE_ENGINE_CHECKS, load_finished
@@ -43,7 +44,7 @@ def _natural(sample_id) -> tuple[list, str]:
 def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.PathLike | str, name: str | None = None,
                             *, max_known_divergence_rate: float = 0.0) -> EngineGoldenResult:
     generate_dir, dataset_dir = Path(generate_dir), Path(dataset_dir)
-    run = json.loads((generate_dir / RUN_FILE).read_text(encoding="utf-8"))
+    run = json.loads(read_input(generate_dir / RUN_FILE).decode("utf-8"))
     load_finished(generate_dir / RECORDS_FILE)  # checks every line (and cuts a torn last one) before reading
     samples, left_out = [], 0
     with open(generate_dir / RECORDS_FILE, encoding="utf-8") as f:

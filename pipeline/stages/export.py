@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.files import atomic_path, atomic_write
+from ..core.files import atomic_path, atomic_write, open_input
 from ..core.jsonl import json_lines
 from ..core.profiles import Profile
 from ..core.render import RenderError, render_prompt
@@ -140,7 +140,7 @@ class BuildResult:
 
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
     """Decoded lines; a bad line's value is a JsonLineError saying why (its text names no file)."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         yield from json_lines(f)
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.files import atomic_write
+from ..core.files import atomic_write, read_input
 from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from .engine_check import compare_engine_ids, hidden_reasoning_tokens, prompt_render_result
 from .engine_ids import EngineIdsError, returned_ids
@@ -266,7 +266,10 @@ def load_finished(path: os.PathLike | str) -> tuple[set[str], Totals, int]:
     totals = Totals()
     if not path.exists():
         return done, totals, 0
-    data = path.read_bytes()
+    try:
+        data = read_input(path)
+    except OSError as e:  # a folder, a FIFO, no permission
+        raise ValueError(f"{path}: cannot be read ({e.strerror}); it should be the generations file of an earlier run") from None
     cut = 0
     end = data.rfind(b"\n") + 1
     if end < len(data):

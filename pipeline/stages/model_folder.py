@@ -24,7 +24,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..core.files import cache_root
+from ..core.files import cache_root, open_input
 from ..core.model_files import gguf_alone
 from ..core.tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
 
@@ -42,7 +42,7 @@ def _gguf_path(spec: str | os.PathLike) -> Path:
 
 
 def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import TokfidelityError
+from ..core.files import open_input
 from ..core.jsonl import read_records
 
 __all__ = ["Prompt", "PromptError", "parse_prompt", "read_prompts"]
@@ -77,6 +78,12 @@ def read_prompts(path: os.PathLike | str) -> Iterator[Prompt | PromptError]:
     """Every prompt of a prompts file in order; a bad line yields a PromptError and reading goes on.
     A missing file raises PromptError."""
     path = Path(path)
+    try:
+        open_input(path).close()  # a FIFO or a device is refused here, never waited on
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise PromptError(path, 0, None, f'cannot be read ({e.strerror}); a prompts file is JSONL, one {{"id", "messages"}} object a line') from None
     if not path.is_file():
         raise PromptError(path, 0, None, 'no such file; a prompts file is JSONL, one {"id", "messages"} object a line')
     return read_records(path, parse_prompt, PromptError)

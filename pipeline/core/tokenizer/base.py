@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import TokfidelityError
+from ..files import open_input
 
 __all__ = ["Tokenizer", "TokenizerNotFound", "read_json"]
 
@@ -99,7 +100,7 @@ class Tokenizer:
         asks at once): what was loaded, for the gate's pins, whatever happens to the files later."""
         out = {}
         for path in self.files:
-            with open(path, "rb") as f:
+            with open_input(path) as f:
                 out[str(Path(path).resolve())] = hashlib.file_digest(f, "sha256").hexdigest()
         return out
 

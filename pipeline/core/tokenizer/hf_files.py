@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..files import atomic_path, cache_root
+from ..files import atomic_path, cache_root, open_input
 from .base import Tokenizer, read_json
 from .tokenizers_adapter import byte_level_bpe
 
@@ -168,7 +168,7 @@ def _load_hf_folder(folder: Path) -> HFTokenizer:
 def _gguf_cache_dir(path: Path) -> Path:
     """Where the tokenizer rebuilt from a GGUF file is kept, keyed by the file's sha256."""
     root = cache_root()
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         digest = hashlib.file_digest(f, "sha256").hexdigest()
     return root / "gguf-tokenizers" / digest[:32]
 

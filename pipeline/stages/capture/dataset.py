@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core.files import read_input
 from ...core.jsonl import read_json_lines
 from ...core.golden import MANIFEST_FILE, SAMPLES_FILE, write_dataset
 from ..prompts import Prompt
@@ -145,8 +146,8 @@ def capture_dataset(
     existing = dataset_dir / MANIFEST_FILE
     if existing.exists():
         try:
-            old = json.loads(existing.read_text(encoding="utf-8"))
-        except (ValueError, RecursionError):  # not JSON (an integer too long to read included)
+            old = json.loads(read_input(existing).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):  # not JSON (an integer too long to read included)
             old = {}
         for key in KEPT_MANIFEST_KEYS:
             if key in old and key not in manifest:

@@ -19,6 +19,7 @@ import time
 from functools import cached_property
 from pathlib import Path
 
+from ...core.files import open_input
 from ...core.model_files import FolderCodeRefused, transformers_source
 from ...core.tokenizer import PACKAGE_FILE_PREFIX, load_tokenizer, resolve_package_file
 from ..prompts import Prompt
@@ -51,7 +52,7 @@ def prompt_seed(seed: int, prompt_id: str) -> int:
 
 
 def _file_sha256(path: Path) -> str:
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
