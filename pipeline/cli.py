@@ -36,6 +36,27 @@ EXIT_GATE_CLOSED = 3
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_PIPE_CLOSED = 141  # stdout closed early (`| head`), as shells report SIGPIPE
 
+# The one table of exit codes: `tokfidelity --help` prints it, README.md and the docs show it, and a test
+# checks that they agree.
+EXIT_CODES = (
+    (EXIT_OK, "done (`gate check`: the gate is open)"),
+    (EXIT_FAILED, "failed: bad input lines, flagged records, a closed gate in `gate check`; the message says which"),
+    (EXIT_USAGE, "usage: an unknown option, dataset, profile or tokenizer"),
+    (EXIT_GATE_CLOSED, "a gated stage refused to run: the gate is closed (it says why and what to run)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); what was done is kept"),
+    (EXIT_PIPE_CLOSED, "stdout closed early (`| head`)"),
+)
+
+
+def _epilog() -> str:
+    return "exit codes:\n" + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES)
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"tokfidelity {__version__}"
+
 
 def _load(module_name: str):
     return importlib.import_module(f"pipeline.commands.{module_name}")
@@ -43,7 +64,9 @@ def _load(module_name: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="tokfidelity", description="Exact token ids for training data built from model text.")
+    parser = argparse.ArgumentParser(prog="tokfidelity", description="Exact token ids for training data built from model text.",
+                                     epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     # Only the chosen command's module is imported; the others are listed by name.
     chosen = next((a for a in argv if not a.startswith("-")), None)

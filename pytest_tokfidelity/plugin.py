@@ -21,7 +21,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="verify golden dataset NAME (a folder NAME or NAME_*); repeatable, comma-separated; 'all' for every one",
     )
     group.addoption("--tokfidelity-golden-dir", default=None, metavar="DIR",
-                    help="folder of golden datasets (default: ini tokfidelity_golden_dir, else ./golden, else the project's)")
+                    help="folder of golden datasets (default: ini tokfidelity_golden_dir, else golden/ in pytest's rootdir)")
     group.addoption("--tokfidelity-tokenizer", default=None, metavar="PATH", help="tokenizer to use instead of the manifest's")
     group.addoption("--tokfidelity-view", default=None, metavar="VIEW", help="API view to use instead of the manifest's api_view")
     group.addoption("--tokfidelity-sample", type=int, default=None, metavar="N",
@@ -44,14 +44,37 @@ def _dataset_names(config: pytest.Config) -> list[str]:
 
 
 def _golden_dir(config: pytest.Config) -> Path:
+    """The option, else the ini value (relative to the rootdir), else ``golden/`` in the rootdir; a usage error
+    naming where it looked and how to point elsewhere when that folder is missing."""
     if config.option.tokfidelity_golden_dir:
         return Path(config.option.tokfidelity_golden_dir)
     ini = config.getini("tokfidelity_golden_dir")
-    if ini:
-        return config.rootpath / ini
-    from pipeline.core.gate import default_golden_dir
+    golden_dir = config.rootpath / (ini or "golden")
+    if not golden_dir.is_dir():
+        source = f"ini option tokfidelity_golden_dir = {ini!r}" if ini else "the default: golden/ in pytest's rootdir"
+        raise pytest.UsageError(
+            f"golden dir {golden_dir} does not exist ({source}, rootdir {config.rootpath}); "
+            "make it with one folder per dataset, or pass --tokfidelity-golden-dir=DIR"
+        )
+    return golden_dir
 
-    return default_golden_dir()
+
+def _pipeline_package_problem() -> str | None:
+    """tokfidelity installs a top-level package named ``pipeline``; a project's own ``pipeline`` earlier on
+    sys.path (pytest puts the rootdir there) shadows it. Found without running the other package's code."""
+    import importlib.util
+
+    ours = Path(__file__).resolve().parent.parent / "pipeline"
+    spec = importlib.util.find_spec("pipeline")
+    found = [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+    if ours in found:
+        return None
+    where = ", ".join(str(p) for p in found) or "nowhere"
+    return (
+        f"the package 'pipeline' that Python finds first is {where}, not tokfidelity's ({ours}): a module or package "
+        "named 'pipeline' in your project shadows the one tokfidelity installs. Rename yours, or run pytest with "
+        "--import-mode=importlib (and without `python -m`, which puts the current folder first)"
+    )
 
 
 def _judges(value: str | None) -> int | None:
@@ -85,6 +108,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.option.tokfidelity_dataset:  # given, but empty (an unset variable in a CI line): not a silent no-op
             raise pytest.UsageError("--tokfidelity-dataset: no dataset name given (NAME, NAME_*, comma-separated, or 'all')")
         return
+    if (problem := _pipeline_package_problem()) is not None:
+        raise pytest.UsageError(problem)
     from .session import PLUGIN_NAME, FidelitySession
 
     opt = config.option

@@ -1,6 +1,6 @@
 """Golden datasets on disk: ``<golden dir>/<DATASET>/manifest.json`` + ``samples.jsonl``.
 
-The format is a public contract (see README "Golden dataset format"). Reading never crashes a
+The format is a public contract (docs/golden-format.md). Reading never crashes a
 whole run on one bad line: ``read_samples`` yields a ``GoldenError`` in place of a bad sample,
 naming the file, the line and the field, and carries on with the next line.
 """
@@ -109,9 +109,9 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
             data = read_input(path)
         text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is fine
     except FileNotFoundError:
-        raise GoldenError(path, 0, None, "missing: every dataset folder needs a manifest.json (see README)") from None
+        raise GoldenError(path, 0, None, "missing: every dataset folder needs a manifest.json (see docs/golden-format.md)") from None
     except IsADirectoryError:
-        raise GoldenError(path, 0, None, "is a folder: manifest.json must be a JSON file (see README)") from None
+        raise GoldenError(path, 0, None, "is a folder: manifest.json must be a JSON file (see docs/golden-format.md)") from None
     except OSError as e:
         raise GoldenError(path, 0, None, f"cannot be read ({e.strerror or type(e).__name__})") from None
     except UnicodeDecodeError as e:
@@ -281,10 +281,10 @@ def read_samples(dataset_dir: os.PathLike | str) -> Iterator[GoldenSample | Gold
     """Every sample of a dataset in file order; a bad line yields a GoldenError and reading goes on."""
     path = Path(dataset_dir) / SAMPLES_FILE
     if not path.exists():
-        yield GoldenError(path, 0, None, "missing: every dataset folder needs a samples.jsonl (see README)")
+        yield GoldenError(path, 0, None, "missing: every dataset folder needs a samples.jsonl (see docs/golden-format.md)")
         return
     if not path.is_file():
-        yield GoldenError(path, 0, None, "not a file: samples.jsonl must be a JSONL file (see README)")
+        yield GoldenError(path, 0, None, "not a file: samples.jsonl must be a JSONL file (see docs/golden-format.md)")
         return
     yield from read_records(path, parse_sample, GoldenError)
 
@@ -295,7 +295,7 @@ def find_datasets(golden_dir: os.PathLike | str, names: Sequence[str]) -> list[P
     golden_dir = Path(golden_dir)
     if not golden_dir.is_dir():
         what = "is not a folder" if golden_dir.exists() else "does not exist"
-        raise ValueError(f"golden dir {golden_dir} {what}; it should hold one folder per dataset (see README)")
+        raise ValueError(f"golden dir {golden_dir} {what}; it should hold one folder per dataset (see docs/golden-format.md)")
     available = sorted(p for p in golden_dir.iterdir() if p.is_dir() and (p / MANIFEST_FILE).exists())
     chosen: list[Path] = []
     for name in names:
@@ -307,7 +307,7 @@ def find_datasets(golden_dir: os.PathLike | str, names: Sequence[str]) -> list[P
             bare = (golden_dir / name).is_dir() and name != "all"
             raise ValueError(
                 f"no dataset named {name!r} (or {name}_*) in {golden_dir}"
-                + (f" ({golden_dir / name} has no {MANIFEST_FILE}: every dataset folder needs one, see README)" if bare else "")
+                + (f" ({golden_dir / name} has no {MANIFEST_FILE}: every dataset folder needs one, see docs/golden-format.md)" if bare else "")
                 + f"; available: {', '.join(p.name for p in available) or 'none'}"
             )
         chosen += [p for p in matches if p not in chosen]
