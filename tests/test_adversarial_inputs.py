@@ -284,3 +284,30 @@ def test_fifo_and_device_inputs_are_named_errors(tmp_path, capsys):
     os.mkfifo(tmp_path / "ds" / "manifest.json")
     with pytest.raises(GoldenError, match="is a FIFO"):
         load_manifest(tmp_path / "ds")
+
+
+# -- 14. a lone surrogate is reported, never encoded as U+FFFD in silence ----------------------
+@pytest.mark.parametrize("model", ["kimi-k2.5", "qwen3"])  # tiktoken wrote U+FFFD; tokenizers raised a TypeError
+def test_reconstruct_and_render_name_a_lone_surrogate(tmp_path, capsys, monkeypatch, model):
+    import io
+    import sys
+
+    good = {"choices": [{"message": {"role": "assistant", "content": "Hello \ud83d\ude00"}, "finish_reason": "stop"}]}
+    bad = '{"choices": [{"message": {"role": "assistant", "content": "x\\udc80y"}, "finish_reason": "stop"}]}'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(f"{json.dumps(good)}\n{bad}\n{json.dumps(good)}\n".encode())))
+    assert main(["reconstruct", "--profile", model, "--tokenizer", model]) == 1
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert "output_ids" in lines[0] and lines[2] == lines[0] and "Traceback" not in err
+    assert lines[1] == {"line": 2, "error": "field 'choices[0].message.content': a lone surrogate U+DC80 at character 1 (half of a "
+                        "UTF-16 pair, not a character: a tokenizer refuses it or writes U+FFFD); fix the text"}
+
+    conversations = tmp_path / "c.jsonl"
+    conversations.write_text(_conversation("hi") + '\n{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "\\ud800"}]}\n'
+                             + _conversation("hi") + "\n")
+    assert main(["render", "--profile", model, "--tokenizer", model, str(conversations)]) == 1
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert "prompt_ids" in lines[0] and lines[2] == lines[0] and "Traceback" not in err
+    assert lines[1]["line"] == 2 and lines[1]["error"].startswith("field 'messages[1].content': a lone surrogate U+D800 at character 0")
+    assert f"{conversations}:2: field 'messages[1].content'" in err
