@@ -2,8 +2,9 @@
 
 * the per-render time limit (``pipeline.core.watchdog.time_limit``) around the chat template:
   ``render_text`` on the B1_glaive conversations, with and without it;
-* the duplicate-key check of golden sample lines (``pipeline.core.golden.duplicate_key``) on the
-  shipped samples.jsonl lines, beside the orjson parse it follows.
+* the duplicate-key check of golden sample lines (``pipeline.core.jsonl.duplicate_key``) on the
+  shipped samples.jsonl lines, beside the orjson parse it follows, and on the same lines written
+  with spaces (keys counted in both the line and its compact form).
 
     .venv/bin/python bench/bench_input_limits.py [--rounds 5]
 
@@ -73,10 +74,28 @@ def _enter_exit(cls) -> None:
         pass
 
 
+def bench_duplicate_keys(rounds: int) -> None:
+    import orjson
+
+    from pipeline.core.jsonl import duplicate_key
+
+    lines = [line for path in sorted((ROOT / "golden").glob("*/samples.jsonl"))
+             for line in path.read_bytes().splitlines(keepends=True) if line.strip()]
+    values = [orjson.loads(line) for line in lines]
+    parse = best(lambda: [orjson.loads(line) for line in lines], len(lines), rounds)
+    check = best(lambda: [duplicate_key(line, value) for line, value in zip(lines, values)], len(lines), rounds)
+    spaced = [orjson.dumps(v).replace(b'":', b'": ') + b"\n" for v in values]  # not compact: the slow path
+    slow = best(lambda: [duplicate_key(line, value) for line, value in zip(spaced, values)], len(lines), rounds)
+    kb = sum(map(len, lines)) / len(lines) / 1024
+    print(f"duplicate_key: {check:.1f} us per compact golden line (orjson.loads of it: {parse:.1f} us; {len(lines)} lines "
+          f"of {kb:.1f} KiB on average); {slow:.1f} us per line not written compact (keys counted)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
+    bench_duplicate_keys(args.rounds)
     bench_render(args.rounds)
     return 0
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pipeline.core.golden import GoldenError, GoldenSample, parse_sample
 from pipeline.core.files import open_input
-from pipeline.core.jsonl import JsonTextError, parse_json
+from pipeline.core.jsonl import JsonTextError, duplicate_key, duplicate_key_message, parse_json
 
 try:
     import orjson
@@ -169,6 +169,9 @@ class SampleIndex:
             obj = _strict_loads(data, self.path, line_no)  # what orjson refuses, the stdlib may read
             if isinstance(obj, GoldenError):
                 return obj
+        duplicate = duplicate_key(data, obj)  # one orjson.dumps and a compare for a line as write_dataset writes it
+        if duplicate is not None:
+            return GoldenError(self.path, line_no, duplicate, duplicate_key_message(duplicate))
         try:
             return parse_sample(obj, self.path, line_no)
         except GoldenError as e:

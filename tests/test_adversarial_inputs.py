@@ -311,3 +311,34 @@ def test_reconstruct_and_render_name_a_lone_surrogate(tmp_path, capsys, monkeypa
     assert "prompt_ids" in lines[0] and lines[2] == lines[0] and "Traceback" not in err
     assert lines[1]["line"] == 2 and lines[1]["error"].startswith("field 'messages[1].content': a lone surrogate U+D800 at character 0")
     assert f"{conversations}:2: field 'messages[1].content'" in err
+
+
+# -- 14. a key written twice in golden data: refused, located ----------------------------------
+def test_duplicate_keys_in_golden_samples_and_manifests_are_refused(tmp_path):
+    from pipeline.core.golden import GoldenError, load_manifest, read_samples, write_dataset
+    from pytest_tokfidelity.index import SampleIndex
+
+    good = {"messages": [{"role": "user", "content": "hi"}], "output_ids": [1, 2], "finish_reason": "stop"}
+    data = write_dataset(tmp_path / "X1", {"name": "X1", "profile": "qwen3", "tokenizer": "qwen3", "source": "t"},
+                         [{"id": f"s{i}", **good} for i in range(4)])
+    lines = (data / "samples.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"output_ids":[1,2]', '"output_ids":[1,2],"output_ids":[3]')  # reviewers see [1, 2]
+    lines[2] = lines[2].replace('"content":"hi"', '"content": "hi", "content": "bye"')  # nested, not compact
+    tricky = {"id": "s3", **good, "messages": [{"role": "user", "content": 'say "a": 1, \\"b\\": 2 and "c" :'}]}
+    lines[3] = json.dumps(tricky, indent=None)  # spaced, keys look-alikes in a string: no duplicate, so it reads
+    (data / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    read = list(read_samples(data))
+    index = SampleIndex(data / "samples.jsonl")
+    with open(index.path, "rb") as f:
+        indexed = [index.read(i, f.fileno()) for i in range(len(index))]
+    for samples in (read, indexed):
+        assert [s.id for s in samples if not isinstance(s, GoldenError)] == ["s0", "s3"]
+        errors = [s for s in samples if isinstance(s, GoldenError)]
+        assert [(e.line, e.field) for e in errors] == [(2, "output_ids"), (3, "messages[0].content")]
+        assert "key 'output_ids' appears twice in one object" in str(errors[0]) and "remove one" in str(errors[0])
+
+    (data / "manifest.json").write_text('{\n  "name": "X1",\n  "profile": "qwen3",\n  "tokenizer": "qwen3",\n'
+                                        '  "source": "t",\n  "profile": "chatml"\n}\n')
+    with pytest.raises(GoldenError) as e:
+        load_manifest(data)
+    assert (e.value.line, e.value.field) == (6, "profile") and "appears twice" in str(e.value)

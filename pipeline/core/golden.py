@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from operator import countOf
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 
 from .files import atomic_write, read_input
 from .errors import TokfidelityError
-from .jsonl import JsonTextError, parse_json, read_records
+from .jsonl import JsonTextError, duplicate_key, duplicate_key_message, parse_json, read_records
 from .names import PROFILE_NAMES, VIEW_NAMES
 from .responses import ResponseError, normalize_finish_reason
 
@@ -120,6 +121,9 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
         raw = parse_json(text)
     except JsonTextError as e:
         raise GoldenError(path, e.line, None, e.message) from None
+    duplicate = duplicate_key(text.encode("utf-8"), raw)
+    if duplicate is not None:
+        raise GoldenError(path, _second_line_of(text, duplicate.rsplit(".", 1)[-1]), duplicate, duplicate_key_message(duplicate))
     if not isinstance(raw, dict):
         raise GoldenError(path, 1, None, "expected a JSON object")
     values, problems = _manifest_fields(raw, path)
@@ -138,6 +142,12 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
         format=values.get("format", FORMAT_VERSION),
         problems=tuple(problems),
     )
+
+
+def _second_line_of(text: str, key: str) -> int:
+    """The line where ``"key":`` is written a second time (0 when it cannot be told)."""
+    starts = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
+    return text.count("\n", 0, starts[1]) + 1 if len(starts) > 1 else 0
 
 
 def _manifest_fields(raw: Mapping, path: Path) -> tuple[dict[str, Any], list[GoldenError]]:
@@ -286,7 +296,7 @@ def read_samples(dataset_dir: os.PathLike | str) -> Iterator[GoldenSample | Gold
     if not path.is_file():
         yield GoldenError(path, 0, None, "not a file: samples.jsonl must be a JSONL file (see docs/golden-format.md)")
         return
-    yield from read_records(path, parse_sample, GoldenError)
+    yield from read_records(path, parse_sample, GoldenError, unique_keys=True)
 
 
 def find_datasets(golden_dir: os.PathLike | str, names: Sequence[str]) -> list[Path]:

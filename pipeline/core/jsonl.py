@@ -25,7 +25,12 @@ from typing import Any, TypeVar
 from .errors import TokfidelityError
 from .files import open_input
 
-__all__ = ["JsonLineError", "JsonTextError", "parse_json", "json_lines", "read_json_lines", "read_records"]
+try:
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover - orjson is a dependency; without it every line takes the slow path
+    _dumps = None
+
+__all__ = ["JsonLineError", "JsonTextError", "duplicate_key", "duplicate_key_message", "parse_json", "json_lines", "read_json_lines", "read_records"]
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Exception)
@@ -68,40 +73,111 @@ def parse_json(text: str) -> Any:
         raise _long_integer(text) from None
 
 
-def _decode(raw: bytes, path: os.PathLike | str | None, line_no: int) -> Any:
+class _Duplicated(dict):
+    """An object in which ``key`` appeared more than once (what ``_pairs`` builds, on the slow path only)."""
+
+    key: str
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    marked = _Duplicated(value)
+    marked.key = next(k for k, _ in pairs if k in seen or seen.add(k))
+    return marked
+
+
+# A JSON string, and the colon after it when it is a key. Scanning valid JSON from its start, each match
+# begins at a string's opening quote (nothing outside strings holds a quote), so keys are counted exactly.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"(\s*:)?')
+
+
+def _key_count(raw: bytes) -> int:
+    found = _STRING.findall(raw)
+    return len(found) - found.count(b"")
+
+
+def duplicate_key(raw: bytes, value: Any) -> str | None:
+    """The path of the first key written twice in one object of ``raw`` (``"messages[1].content"``), or
+    None. ``value`` is ``raw`` decoded. JSON readers keep the last value in silence, so a person reading
+    the file may see another value than the one used. Cheap where it matters: a line that is exactly
+    the compact serialisation of its value (as ``write_dataset`` writes samples) cannot hold a duplicate,
+    which one ``orjson.dumps`` and a byte comparison show; another line holds one only if it writes more
+    keys than that serialisation (two C-level regex scans); only then is it parsed again to say where.
+    Costs: ``bench/bench_input_limits.py``."""
+    if _dumps is not None:
+        try:
+            canonical = _dumps(value)
+        except (TypeError, ValueError):  # a lone surrogate, an integer past 64 bits: the slow path decides
+            canonical = None
+        if canonical is not None:
+            raw = raw.strip()
+            if canonical == raw or _key_count(raw) == _key_count(canonical):  # each object's keys once in canonical
+                return None
+    try:
+        marked = json.loads(raw.decode("utf-8"), object_pairs_hook=_pairs)
+    except (ValueError, RecursionError):
+        return None  # not JSON: the caller's decoding says so
+    stack: list[tuple[str, Any]] = [("", marked)]
+    while stack:  # iterative: as deep as the reader allows, without recursion
+        where, item = stack.pop()
+        if isinstance(item, _Duplicated):
+            return f"{where}.{item.key}" if where else item.key
+        if isinstance(item, dict):
+            stack.extend((f"{where}.{k}" if where else k, v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def duplicate_key_message(field: str) -> str:
+    return (f"key {field.rsplit('.', 1)[-1]!r} appears twice in one object; JSON readers keep only the last value, "
+            "which a person reading the file may not see: remove one")
+
+
+def _decode(raw: bytes, path: os.PathLike | str | None, line_no: int, unique_keys: bool = False) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         return JsonLineError(f"not UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}", path=path, line=line_no)
     try:
-        return parse_json(text)
+        value = parse_json(text)
     except JsonTextError as e:
         return JsonLineError(e.message, path=path, line=line_no)
+    if unique_keys and isinstance(value, (dict, list)):
+        field = duplicate_key(raw, value)
+        if field is not None:
+            return JsonLineError(duplicate_key_message(field), path=path, line=line_no, field=field)
+    return value
 
 
-def json_lines(lines: Iterable[bytes], path: os.PathLike | str | None = None) -> Iterator[tuple[int, Any]]:
-    """``(line number, decoded value or JsonLineError)`` for each non-blank line of ``lines`` (bytes)."""
+def json_lines(lines: Iterable[bytes], path: os.PathLike | str | None = None, *, unique_keys: bool = False) -> Iterator[tuple[int, Any]]:
+    """``(line number, decoded value or JsonLineError)`` for each non-blank line of ``lines`` (bytes).
+    ``unique_keys``: a key written twice in one object is the line's error (``duplicate_key``)."""
     for line_no, raw in enumerate(lines, 1):
         if line_no == 1 and raw.startswith(codecs.BOM_UTF8):  # some editors write one
             raw = raw[len(codecs.BOM_UTF8) :]
         if raw.strip():
-            yield line_no, _decode(raw, path, line_no)
+            yield line_no, _decode(raw, path, line_no, unique_keys)
 
 
-def read_json_lines(path: os.PathLike | str) -> Iterator[tuple[int, Any]]:
+def read_json_lines(path: os.PathLike | str, *, unique_keys: bool = False) -> Iterator[tuple[int, Any]]:
     """``json_lines`` over a file, read as bytes (errors name the file)."""
     with open_input(path) as f:  # a FIFO or a device is refused, not waited on
-        yield from json_lines(f, path)
+        yield from json_lines(f, path, unique_keys=unique_keys)
 
 
-def read_records(path: Path, parse: Callable[[Any, Path, int], T], error: type[E]) -> Iterator[T | E]:
+def read_records(path: Path, parse: Callable[[Any, Path, int], T], error: type[E], *, unique_keys: bool = False) -> Iterator[T | E]:
     """``parse(obj, path, line)`` for each non-blank line of an open-able file, in order.
     ``parse`` raises ``error(path, line, field, message)`` for a bad record; bad lines come
-    out as ``error`` objects in their place. Records must have a unique ``.id``."""
+    out as ``error`` objects in their place. Records must have a unique ``.id`` (and, with
+    ``unique_keys``, no object a key twice)."""
     seen: dict[str, int] = {}
-    for line_no, obj in read_json_lines(path):
+    for line_no, obj in read_json_lines(path, unique_keys=unique_keys):
         if isinstance(obj, JsonLineError):
-            yield error(path, line_no, None, obj.message)
+            yield error(path, line_no, obj.field, obj.message)
             continue
         try:
             record = parse(obj, path, line_no)
