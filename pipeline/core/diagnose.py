@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +108,7 @@ WINDOW_HUNK = 12  # tokens of a long first hunk shown in its window
 _SMALL_RANGE = 40_000  # len(a) * len(b) up to which difflib aligns a gap directly
 _RESYNC_LIMIT = 96  # tokens skipped (both sides together) when looking for where the sequences agree again
 _RESYNC_RUN = 4  # tokens that must agree for a resync to count
+_FEW_UNIQUE = 32  # tokens unique to both sides up to which each is found by a search (in C)
 _MERGE_GAP = 4  # neighbouring hunks this close are merged when only together they keep the bytes
 _HUNK_LIST_LIMIT = 20  # render() lists at most this many hunks
 _HUNK_IDS_SHOWN = 8  # ids per side shown for one hunk in render()
@@ -280,15 +281,17 @@ def _resync_blocks(a, b, alo, ahi, blo, bhi) -> list[tuple[int, int, int, int]]:
     blocks = []
     i, j = alo, blo
     while i < ahi and j < bhi:
-        if a[i] == b[j]:
-            i += 1
-            j += 1
+        if a[i] == b[j]:  # the run of equal tokens, compared in C
+            same = _common_prefix(a, b, i, j, min(ahi - i, bhi - j))
+            i += same
+            j += same
             continue
         found = None
         for d in range(1, _RESYNC_LIMIT + 1):
             for x in range(d + 1):
                 ii, jj = i + x, j + d - x
-                if ii <= ahi and jj <= bhi and agree(ii, jj):
+                # (two different first tokens never agree: the slices are not compared)
+                if ii <= ahi and jj <= bhi and (ii == ahi or jj == bhi or a[ii] == b[jj]) and agree(ii, jj):
                     found = ii, jj
                     break
             if found:
@@ -337,6 +340,17 @@ def _common_suffix(a: Sequence[int], b: Sequence[int], ahi: int, bhi: int, n: in
     return same
 
 
+def _unique_pairs(a, b, alo, ahi, blo, bhi) -> list[tuple[int, int]]:
+    """(i, j) for each token found exactly once in a[alo:ahi] and once in b[blo:bhi], at a[i] and
+    b[j], in order of i. Few such tokens (repetitive text) are found by searches done in C."""
+    b_count = Counter(b[blo:bhi])
+    common = {t for t, n in Counter(a[alo:ahi]).items() if n == 1 and b_count.get(t) == 1}
+    if len(common) <= _FEW_UNIQUE:
+        return sorted((a.index(t, alo, ahi), b.index(t, blo, bhi)) for t in common)
+    b_pos = {t: j for j, t in enumerate(b[blo:bhi], blo) if t in common}
+    return [(i, b_pos[t]) for i, t in enumerate(a[alo:ahi], alo) if t in common]
+
+
 def divergent_blocks(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int, int, int]]:
     """Aligned blocks where ``a`` and ``b`` differ, as (a_start, a_end, b_start, b_end), in order.
 
@@ -359,11 +373,7 @@ def divergent_blocks(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int,
             continue
         size = (ahi - alo) * (bhi - blo)
         if size > _SMALL_RANGE:
-            a_count = Counter(a[alo:ahi])
-            b_count = Counter(b[blo:bhi])
-            b_pos = {t: j for j, t in enumerate(b[blo:bhi], blo) if b_count[t] == 1}
-            pairs = [(i, b_pos[t]) for i, t in enumerate(a[alo:ahi], alo) if a_count[t] == 1 and t in b_pos]
-            anchors = _lis_pairs(pairs)
+            anchors = _lis_pairs(_unique_pairs(a, b, alo, ahi, blo, bhi))
             if anchors:
                 pi, pj = alo, blo
                 for i, j in anchors:
@@ -401,13 +411,14 @@ class _Offsets:
     first): a diagnosis reads a few dozen, around its hunks, and building the whole list (one new
     int per token) cost about half of a diagnosis of a 3,500-token sample."""
 
-    __slots__ = ("_ids", "_token_bytes", "_blocks", "_known")
+    __slots__ = ("_ids", "_token_bytes", "_blocks", "_known", "_order")
 
     def __init__(self, ids: Sequence[int], total: int, tokenizer: Tokenizer):
         self._ids = ids
         self._token_bytes = tokenizer.token_bytes_list
         self._blocks: dict[int, list[int]] = {}  # block number -> offsets of its tokens and of the next one
         self._known = {0: 0, len(ids): total}  # token index -> offset, where known
+        self._order = sorted(self._known)  # the known indexes, in order: the nearest found by bisection
 
     def __getitem__(self, i: int) -> int:
         n = len(self._ids)
@@ -425,15 +436,19 @@ class _Offsets:
         known, ids, token_bytes = self._known, self._ids, self._token_bytes
         offset = known.get(start)
         if offset is None:
-            near = min(known, key=lambda k: abs(k - start))
+            order = self._order
+            after = bisect_left(order, start)  # 0 < after < len(order): index 0 and len(ids) are known
+            near = order[after - 1] if start - order[after - 1] <= order[after] - start else order[after]
             if near < start:
                 offset = known[near] + sum(map(len, token_bytes(ids[near:start])))
             else:
                 offset = known[near] - sum(map(len, token_bytes(ids[start:near])))
         block = list(accumulate(map(len, token_bytes(ids[start : start + _OFFSET_BLOCK])), initial=offset))
         self._blocks[number] = block
-        known[start] = offset
-        known[start + len(block) - 1] = block[-1]
+        for index, value in ((start, offset), (start + len(block) - 1, block[-1])):
+            if index not in known:
+                known[index] = value
+                insort(self._order, index)
         return block
 
 
@@ -560,6 +575,8 @@ class _Context:
             self.stop_ids = tokenizer.special_ids
             self.real_stops = frozenset()
         self.layout = split_output(golden, profile) if profile is not None else None
+        self._cut_calls: list[int] | None = None  # dropped_by_parser's, once
+        self._cores: tuple[list[int], list[int], bool] | None = None  # inside_arguments', once
         ends_with_stop = bool(golden) and golden[-1] in self.stop_ids
         if finish_reason is not None:
             self.cut_at_length = finish_reason == "length"
@@ -580,9 +597,8 @@ class _Context:
             return set()
         if start == end:  # an insertion: the regions on either side, and an empty one right there
             idx = [i for i in (start - 1, start) if 0 <= i < len(self.golden)]
-            empty = {span.kind for span in layout.spans if span.start == span.end == start}
-            return {layout.region_at(i) for i in idx} | empty
-        return {layout.region_at(i) for i in range(start, end)}
+            return {layout.region_at(i) for i in idx} | layout.empty_at(start)
+        return layout.regions_in(start, end)
 
     def classify(self, gs: int, ge: int, rs: int, re: int) -> str:
         G = self.golden[gs:ge]
@@ -639,9 +655,12 @@ class _Context:
         never closed (cut at the length limit): what tool-call parsers leave out of a response."""
         if BETWEEN in regions:
             return True
-        return self.layout is not None and any(
-            not call.complete and start < call.id.start <= end for call in self.layout.tool_calls
-        )
+        if self.layout is None:
+            return False
+        if self._cut_calls is None:  # where each call that never closed starts, in order (once per diagnosis)
+            self._cut_calls = sorted(call.id.start for call in self.layout.tool_calls if not call.complete)
+        after = bisect_right(self._cut_calls, start)  # the first cut call starting after ``start``
+        return after < len(self._cut_calls) and self._cut_calls[after] <= end
 
     def inside_arguments(self, start: int, end: int, gb: bytes, rb: bytes) -> bool:
         """Whether the bytes that differ in golden[start:end] (gb, against the reconstruction's rb; an
@@ -656,19 +675,32 @@ class _Context:
         q = 0
         while q < n - p and gb[len(gb) - 1 - q] == rb[len(rb) - 1 - q]:
             q += 1
-        off, data = self.gbytes.offsets, self.gbytes.data
+        off = self.gbytes.offsets
         lo, hi = off[start] + p, off[end] - q
+        if self._cores is None:
+            self._cores = self._argument_cores()
+        starts, ends, ordered = self._cores
+        if not ordered:  # out of order or overlapping (no layout here makes them): each call in turn
+            return any((lo < c1 and hi > c0) if lo < hi else c0 < lo < c1 for c0, c1 in zip(starts, ends))
+        after = bisect_right(ends, lo)  # the first core ending after lo: it starts first of all such
+        return after < len(ends) and starts[after] < (hi if lo < hi else lo)
+
+    def _argument_cores(self) -> tuple[list[int], list[int], bool]:
+        """Each tool call's arguments as golden byte offsets, from the first to past the last
+        non-whitespace byte (calls with none left out), as (starts, ends, whether they are in
+        order without overlap). Built once per diagnosis."""
+        off, data = self.gbytes.offsets, self.gbytes.data
+        starts, ends = [], []
         for call in self.layout.tool_calls:
             span = call.arguments
             a0, a1 = off[span.start], off[span.end]
             body = data[a0:a1]
             core0 = a0 + len(body) - len(body.lstrip())
             core1 = a1 - (len(body) - len(body.rstrip()))
-            if core0 >= core1:
-                continue
-            if (lo < core1 and hi > core0) if lo < hi else core0 < lo < core1:
-                return True
-        return False
+            if core0 < core1:
+                starts.append(core0)
+                ends.append(core1)
+        return starts, ends, all(e <= s for e, s in zip(ends, starts[1:]))
 
 
 def _split_stop(block, ctx: _Context):
