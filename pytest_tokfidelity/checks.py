@@ -57,7 +57,7 @@ class Checks:
         if judge is None:
             counts.bad_input += 1
             self._record(ds, position, None, "bad-input")
-            pytest.fail(f"not verified: {why.splitlines()[0]} (see test_manifest[{ds.name}])", pytrace=False)
+            pytest.fail(f"not verified: {ds.name} cannot be judged (test_manifest[{ds.name}] says why)", pytrace=False)
         verdict, item.verdict = item.verdict, None  # fetched already by protocol.py, when it looked
         if verdict is None:
             verdict = self.session.prefetcher.verdict(ds, position)
@@ -133,7 +133,7 @@ class Checks:
             return
         judge, why = ds.setup()
         if judge is None:
-            pytest.fail(f"cannot check {ds.name}: {why.splitlines()[0]} (see test_manifest[{ds.name}])", pytrace=False)
+            pytest.fail(f"cannot check {ds.name}: it cannot be judged (test_manifest[{ds.name}] says why)", pytrace=False)
         if name == "test_special_tokens":
             from pipeline.core.audit import audit
 

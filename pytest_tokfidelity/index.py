@@ -186,6 +186,6 @@ def _strict_loads(data: bytes, path: Path, line_no: int):
     except UnicodeDecodeError as ue:
         return GoldenError(path, line_no, None, f"not UTF-8: byte 0x{data[ue.start]:02x} at column {ue.start + 1}")
     try:
-        return parse_json(text)
+        return parse_json(text.rstrip("\r\n"))  # without its line ending: an error's column is the line's own
     except JsonTextError as je:
         return GoldenError(path, line_no, None, je.message)

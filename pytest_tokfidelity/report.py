@@ -23,6 +23,7 @@ from .dataset import DatasetRun
 from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
 from .sharding import rates_deferred, shard_size, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
+from .summary import plural, shown, summary_lines
 
 __all__ = ["RunReport", "GATE_TEST"]
 
@@ -100,7 +101,7 @@ class RunReport:
         if self.lost_workers:
             reasons.append("lost xdist worker(s): " + "; ".join(self.lost_workers))
         if self.session.update_snapshots:
-            reasons.append("--snapshot-update (review the recorded divergences, then run again without it)")
+            reasons.append("--snapshot-update: review the recorded divergences, then run again without it")
         return reasons
 
     @pytest.hookimpl(wrapper=True)
@@ -221,7 +222,7 @@ class RunReport:
                 profile=facts[0]["profile"], view=ds.view, counts=counts, pytest_args=args, pins=pins,
                 tokenizer_location=facts[0].get("location"),
             )
-            return f"open (record {path})"
+            return f"open (record {shown(path)})"
         if decision.status == CLOSED:
             reason = decision.reason + (f" (pytest {' '.join(args)})" if decision.problems else "")
             gate.write_closed_record(
@@ -230,31 +231,13 @@ class RunReport:
             return f"closed (record written: {decision.reason})" if decision.problems else f"closed: {decision.reason}"
         return f"record unchanged: {decision.reason}"
 
-    def _summary(self, ds, counts: Counts, wall, gate_note, decision) -> list[str]:
-        n = counts.samples
-        tokens = counts.tokens
-        divergent = counts.policy + counts.known + counts.new
-
-        def by_class(d: dict[str, int]) -> str:
-            return ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"
-
-        per_k = 1000 * counts.hunks / tokens if tokens else 0.0
-        lines = [
-            f"{ds.name}: {n} samples, {counts.exact} exact, {counts.policy} accepted by policy "
-            f"(hunks: {by_class(counts.policy_hunks_by_class)}), {counts.known} known divergences "
-            f"({by_class(counts.known_by_class)}), {counts.new} new divergences ({by_class(counts.new_by_class)}), "
-            f"{counts.bad_input} bad input",
-            f"  rates: {divergent / n if n else 0:.2%} of samples diverge, {per_k:.3f} hunks per 1,000 tokens; "
-            f"{tokens:,} tokens in {wall:.2f} s ({tokens / wall if wall else 0:,.0f} tokens/s)",
-        ]
+    def _summary(self, ds, counts: Counts, span: float, gate_note: str, decision) -> list[str]:
+        stale = None
         if counts.stale_snapshots:
-            verb = "removed" if self.session.update_snapshots else "stale (sample now passes without it; --snapshot-update removes it)"
-            lines.append(f"  {len(counts.stale_snapshots)} reviewed divergence(s) {verb}")
-        for p in decision.problems:
-            if not p.endswith("failed"):
-                lines.append(f"  FAILED: {p}")
-        lines.append(f"  gate: {gate_note}")
-        return lines
+            verb = "removed" if self.session.update_snapshots else "stale (the sample now passes without it; --snapshot-update removes it)"
+            stale = f"{plural(len(counts.stale_snapshots), 'reviewed divergence')} {verb}"
+        loading_included = self.config.getoption("dist", "no") != "no" or not self.reports[ds.name].get("stop")
+        return summary_lines(ds.name, counts, span, loading_included, gate_note, decision.problems, stale)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.summary_lines:

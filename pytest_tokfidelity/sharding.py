@@ -18,6 +18,8 @@ from pipeline.core import gate
 from pipeline.core.decision import OPEN, UNCHANGED
 from pipeline.core.shards import Shard, parse_shard
 
+from .summary import shown
+
 __all__ = ["shard_option", "shard_size", "rates_deferred", "write_shard"]
 
 
@@ -70,4 +72,4 @@ def write_shard(report: Any, ds: Any, shard: Shard, counts: Any, decision: Any, 
         profile=facts[0].get("profile"), view=ds.view, pins=pins, pytest_args=args, tokenizer_location=facts[0].get("location"),
     )
     verdict = "green" if green else f"failed: {reason}"
-    return f"shard {shard} {verdict} (record {path}); the gate opens with `tokfidelity gate merge --dataset {ds.name}`"
+    return f"shard {shard} {verdict} (record {shown(path)}); the gate opens with `tokfidelity gate merge --dataset {ds.name}`"

@@ -133,3 +133,37 @@ def test_another_tokenizer_is_told_which_one_the_gate_was_opened_with(pytester):
     assert not other.open and "has fingerprint" in other.message
     assert other.next_step.startswith(f"pass --tokenizer {status.tokenizer} (the tokenizer the gate was opened with)")
     assert "--tokfidelity-tokenizer=qwen3" in other.next_step
+
+
+# -- 8. messages ------------------------------------------------------------------------------------------
+def test_a_truncated_json_line_names_its_own_column(pytester):
+    path = make_dataset(pytester.path, "V10_cut", exact_samples(1))
+    cut = '{"id": "cut", "output_ids": [1, 2, 3, 4, 5,'
+    with open(path / "samples.jsonl", "a") as f:
+        f.write(cut + "\n")
+    out = run(pytester, "--tokfidelity-dataset=V10").stdout.str()
+    assert f"samples.jsonl:2: not valid JSON: Expecting value (column {len(cut) + 1})" in out
+
+
+def test_tokenizer_not_found_is_said_once_naming_the_pytest_option(pytester, monkeypatch):
+    monkeypatch.delenv("TOKFIDELITY_TOKENIZERS")
+    make_dataset(pytester.path, "V11_notok", exact_samples(3), tokenizer="no-such-tokenizer-here")
+    out = run(pytester, "--tokfidelity-dataset=V11").stdout.str()
+    assert out.count("tokenizer 'no-such-tokenizer-here' not found (tried: ") == 1, out
+    assert "next: pass --tokfidelity-tokenizer=PATH, or set TOKFIDELITY_TOKENIZERS" in out
+    assert "--tokenizer PATH" not in out and "Tried:" not in out
+
+
+def test_summary_lines_are_short_plural_right_and_without_empty_counts(pytester):
+    make_dataset(pytester.path, "V12_" + "long" * 10, exact_samples(1) + [split_sample()], max_known_divergence_rate=1.0)
+    run(pytester, "--tokfidelity-dataset=V12", "--snapshot-update").stdout.fnmatch_lines(
+        ["*partial run (--snapshot-update: review the recorded divergences, then run again without it)*"])
+    result = run(pytester, "--tokfidelity-dataset=V12")
+    lines = result.stdout.str().split("= tokfidelity =")[1].splitlines()[1:]
+    summary = lines[: next(i for i, line in enumerate(lines) if line.lstrip().startswith("gate:")) + 3]
+    assert all(len(line) < 120 for line in summary), summary
+    text = "\n".join(summary)
+    assert "2 samples: 1 exact, 1 known divergence (non-canonical-split 1)" in text
+    assert "accepted by policy" not in text and "new divergence" not in text and "bad input" not in text
+    assert "tokens/s (tests only: tokenizer loaded while collecting)" in text
+    assert "))" not in result.stdout.str()

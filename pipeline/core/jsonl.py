@@ -143,7 +143,7 @@ def _decode(raw: bytes, path: os.PathLike | str | None, line_no: int, unique_key
     except UnicodeDecodeError as e:
         return JsonLineError(f"not UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1}", path=path, line=line_no)
     try:
-        value = parse_json(text)
+        value = parse_json(text.rstrip("\r\n"))  # without its line ending: an error's column is the line's own
     except JsonTextError as e:
         return JsonLineError(e.message, path=path, line=line_no)
     if unique_keys and isinstance(value, (dict, list)):
