@@ -177,11 +177,11 @@ class DatasetRun:
             self._fd = None
 
     # -- judging: on a judging thread or in a judging process; it changes nothing here -----------
-    def judge_positions(self, positions: list[int], began: Callable[[], None] | None = None) -> Judged:
+    def judge_positions(self, positions: list[int], began: Callable[[int], None] | None = None) -> Judged:
         """Verdicts on the samples at ``positions``, with the vocabulary and stop checks run on
         them. An exact sample's ids came out of the tokenizer, so only others need the vocabulary
         check; a sample whose judging failed on ids outside the vocabulary gets that verdict.
-        ``began`` is called before each sample (a judging process's progress, judge_watch.py)."""
+        ``began`` is called with each position before it is judged (a judging process's progress, judge_watch.py)."""
         from pipeline.core.fidelity import stop_token_problems, vocabulary_problems
 
         judged = Judged()
@@ -193,7 +193,7 @@ class DatasetRun:
         verdicts = judged.verdicts
         for p in positions:
             if began is not None:
-                began()
+                began(p)
             try:
                 sample = index.read(p, fd)
                 try:

@@ -35,8 +35,8 @@ from .judge_watch import TICK, JudgeStuck, Progress, Watch
 
 __all__ = ["JudgeDied", "JudgeStuck", "ForkedJudges", "ThreadJudges", "ForkedCall", "can_fork"]
 
-# (dataset position, sample positions, what to call before each sample or None) -> Judged
-Task = Callable[[int, list[int], Callable[[], None] | None], Any]
+# (dataset position, sample positions, what to call with each position before judging it, or None) -> Judged
+Task = Callable[[int, list[int], Callable[[int], None] | None], Any]
 _F_SETPIPE_SZ = 1031  # Linux: a bigger answer pipe lets a judge run further ahead
 
 
@@ -96,7 +96,7 @@ def _serve(task: Task, requests: int, answers: int, progress: Progress, slot: in
             raise RuntimeError(f"a torn request ({len(request)} bytes)")
         number, dataset, count, *positions = _REQUEST.unpack(request)
         began = progress.marker(slot, number)
-        began()
+        began(positions[0])
         data = pickle.dumps((number, task(dataset, positions[:count], began)), pickle.HIGHEST_PROTOCOL)
         _write_all(answers, _FRAME.pack(len(data)) + data)
         progress.idle(slot)  # after the answer: a judge stopped before it still holds the request
@@ -299,9 +299,11 @@ class ForkedJudges:
                 done.value, done.done = value, True
             self._send()
             if not answer.done and (stuck := watch.check(self._owed)):
-                numbers = dict.fromkeys([answer.number, *(held for _, held, _ in stuck if held is not None)])
-                affected = [(self._owed[n].dataset, self._owed[n].positions) for n in numbers if n in self._owed]
-                raise JudgeStuck("; ".join(why for _, _, why in stuck), [pid for pid, _, _ in stuck], affected)
+                owed = self._owed
+                numbers = dict.fromkeys([answer.number, *(held for _, held, _, _ in stuck if held is not None)])
+                affected = [(owed[n].dataset, owed[n].positions) for n in numbers if n in owed]
+                judging = [(owed[held].dataset, p) for _, held, p, _ in stuck if held is not None]
+                raise JudgeStuck("; ".join(why for *_, why in stuck), [pid for pid, *_ in stuck], affected, judging)
 
     def shutdown(self) -> None:
         for close in (self._requests, *self._answers):

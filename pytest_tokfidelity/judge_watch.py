@@ -26,17 +26,19 @@ __all__ = ["JudgeStuck", "Progress", "Watch", "TICK", "DEFAULT_DEADLINE"]
 
 TICK = 1.0  # seconds between two checks of the judges while pytest waits for an answer
 DEFAULT_DEADLINE = 120.0  # seconds a judge may spend on one sample (--tokfidelity-sample-timeout)
-_SLOT = struct.Struct("<Qd")  # (the request a judge is on, 0 when idle; when its current sample began)
+_SLOT = struct.Struct("<QQd")  # (the request a judge is on, 0 when idle; its current sample's position; when it began)
 
 
 class JudgeStuck(RuntimeError):
     """Judging processes that stopped, or overran the per-sample deadline. ``affected``: the
-    (dataset, positions) of the requests they held, and of the one pytest was waiting for."""
+    (dataset, positions) of the requests they held, and of the one pytest was waiting for;
+    ``judging``: the (dataset, position) of the sample each was on."""
 
-    def __init__(self, message: str, pids: list[int], affected: list[tuple[int, list[int]]]):
+    def __init__(self, message: str, pids: list[int], affected: list[tuple[int, list[int]]], judging: list[tuple[int, int]] = ()):
         super().__init__(message)
         self.pids = pids
         self.affected = affected
+        self.judging = list(judging)
 
 
 class Progress:
@@ -45,15 +47,15 @@ class Progress:
     def __init__(self, judges: int):
         self._map = mmap.mmap(-1, max(1, judges) * _SLOT.size)  # MAP_SHARED: the forks write into it
 
-    def marker(self, slot: int, number: int) -> Callable[[], None]:
-        """In a judge: what it calls before each sample of request ``number`` (and once on taking it)."""
+    def marker(self, slot: int, number: int) -> Callable[[int], None]:
+        """In a judge: what it calls with each sample's position before judging it (request ``number``)."""
         pack, shared, offset, clock = _SLOT.pack_into, self._map, slot * _SLOT.size, time.monotonic
-        return lambda: pack(shared, offset, number, clock())
+        return lambda position: pack(shared, offset, number, position, clock())
 
     def idle(self, slot: int) -> None:
-        _SLOT.pack_into(self._map, slot * _SLOT.size, 0, 0.0)
+        _SLOT.pack_into(self._map, slot * _SLOT.size, 0, 0, 0.0)
 
-    def read(self, slot: int) -> tuple[int, float]:
+    def read(self, slot: int) -> tuple[int, int, float]:
         return _SLOT.unpack_from(self._map, slot * _SLOT.size)
 
     def close(self) -> None:
@@ -84,8 +86,9 @@ class Watch:
         self._waited = 0.0
         self._stopped: set[int] = set()  # judges seen stopped at the last check
 
-    def check(self, owed: dict) -> list[tuple[int, int | None, str]] | None:
-        """None between ticks; else the stuck judges as (pid, the owed request it holds or None, why)."""
+    def check(self, owed: dict) -> list[tuple[int, int | None, int, str]] | None:
+        """None between ticks; else the stuck judges as (pid, the owed request it holds or None, the
+        position of the sample it is on, why)."""
         now = time.monotonic()
         self._waited += min(now - self._last, 2 * TICK)
         self._last = now
@@ -94,15 +97,15 @@ class Watch:
         self._next = now + TICK
         stuck = []
         for slot, pid in enumerate(self.pids):
-            number, began = self.progress.read(slot)
+            number, position, began = self.progress.read(slot)
             held = number if number in owed else None
             if process_state(pid) == "T":
                 if pid in self._stopped:
-                    stuck.append((pid, held, f"judging process {pid} is stopped (state T, as after SIGSTOP)"))
+                    stuck.append((pid, held, position, f"judging process {pid} is stopped (state T, as after SIGSTOP)"))
                 self._stopped.add(pid)
                 continue
             self._stopped.discard(pid)
             deadline = self.deadline
             if deadline and held is not None and self._waited >= deadline and now - began >= deadline:
-                stuck.append((pid, held, f"judging process {pid} has been on one sample for {now - began:.0f} s"))
+                stuck.append((pid, held, position, f"judging process {pid} has been on one sample for {now - began:.0f} s"))
         return stuck

@@ -308,6 +308,7 @@ def test_a_judge_past_the_sample_timeout_is_replaced_and_its_samples_fail(tmp_pa
     assert "FAILED" in out and "A10_slow/s7]" in out
     assert 1 <= failed <= 32 and passed + failed == 44, out[-2000:]  # what the stuck judge held: s7's chunk, at most
     assert "has been on one sample for" in out and "at most 3 s on one sample: --tokfidelity-sample-timeout" in out
+    assert "(judging A10_slow/s7)" in out  # the sample it was on
     assert not is_open(tmp_path, "A10").open
 
 

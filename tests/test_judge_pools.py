@@ -90,7 +90,7 @@ def _index_like(n: int):
 
 def _slow(dataset: int, positions: list[int], began):
     for p in positions:  # each sample takes `dataset` tenths of a second; position 99 never ends
-        began()
+        began(p)
         time.sleep(600 if p == 99 else dataset / 10)
     return os.getpid(), positions
 
@@ -115,6 +115,7 @@ def test_a_stopped_judge_is_found_and_named_with_what_it_held_and_what_was_waite
         assert stuck.pids == pool.pids
         assert f"judging process {pool.pids[0]} is stopped" in str(stuck)
         assert stuck.affected == [(0, [7]), (3, [1, 2])]  # the one waited for, then the one it held
+        assert stuck.judging == [(3, 1)]
     finally:
         pool.shutdown()  # kills the stopped judge too
     with pytest.raises(ChildProcessError):
@@ -144,6 +145,7 @@ def test_a_judge_past_the_deadline_on_one_sample_is_stuck():
         assert took >= 2.0
         assert "has been on one sample for" in str(stuck) and len(stuck.pids) == 1
         assert stuck.affected == [(0, [5, 99, 6])]
+        assert stuck.judging == [(0, 99)]  # the sample it was on
     finally:
         pool.shutdown()
 
