@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.core.fidelity import BAD_INPUT, EXACT, Judge, Verdict
+from pipeline.core.fidelity import EXACT, Judge, Verdict
 from pipeline.core.golden import MANIFEST_FILE, SAMPLES_FILE, GoldenError, GoldenSample, Manifest, load_manifest
 from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes
 
@@ -203,13 +203,8 @@ class DatasetRun:
                 if type(sample) is GoldenSample:
                     one = (sample,)
                     if not (type(verdict) is Verdict and verdict.kind == EXACT):
-                        problems = vocabulary_problems(one, tokenizer)
-                        if problems:
-                            judged.vocabulary += [(sample.line, p) for p in problems]
-                            # Ids outside the vocabulary are bad input, whatever judging made of them
-                            # (a negative id decodes, through Python's indexing, as a token from the end).
-                            if isinstance(verdict, BaseException) or verdict.kind != BAD_INPUT:
-                                verdict = Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"{index.path}: {problems[0]}")
+                        # (ids outside the vocabulary are the judge's bad input too: pipeline.core.fidelity)
+                        judged.vocabulary += [(sample.line, p) for p in vocabulary_problems(one, tokenizer)]
                     ids = sample.output_ids
                     if sample.finish_reason == "stop" and (not ids or ids[-1] not in stops):  # what the check looks for
                         judged.stops += [(sample.line, p) for p in stop_token_problems(one, profile, tokenizer)]

@@ -167,3 +167,22 @@ def test_summary_lines_are_short_plural_right_and_without_empty_counts(pytester)
     assert "accepted by policy" not in text and "new divergence" not in text and "bad input" not in text
     assert "tokens/s (tests only: tokenizer loaded while collecting)" in text
     assert "))" not in result.stdout.str()
+
+
+# -- 6. the vocabulary rule lives in the core Judge: engine_check judges exactly as the suite ----------
+@pytest.mark.parametrize("bad_id", [-1, 10**7], ids=["negative", "too-large"])
+def test_engine_check_calls_ids_outside_the_vocabulary_bad_input(kimi, profile, bad_id):
+    from pipeline.core.fidelity import BAD_INPUT, Judge
+    from pipeline.stages.engine_check import compare_engine_ids
+    from test_plugin import kimi_ids
+
+    judge = Judge(profile, kimi, "sglang", {"non-canonical-split": 1.0})
+    ids = [bad_id] + kimi_ids("Hm.", "ok")
+    body = {"reasoning": "Hm.", "content": "ok", "finish_reason": "stop"}
+    comparison = compare_engine_ids("r1", ids, "stop", body, judge)
+    assert comparison.bad_input and not comparison.exact and comparison.divergence is None
+    assert f"ids [{bad_id}] are outside the vocabulary of" in comparison.report
+    from pipeline.core.golden import GoldenSample
+
+    verdict = judge(GoldenSample(id="g", output_ids=ids, finish_reason="stop", line=7))
+    assert verdict.kind == BAD_INPUT and verdict.report.startswith(f"line 7 (g): ids [{bad_id}]")

@@ -28,6 +28,7 @@ __all__ = [
     "Judge",
     "policy_problems",
     "vocabulary_problems",
+    "vocabulary_problem",
     "stop_token_problems",
 ]
 
@@ -105,8 +106,29 @@ class Judge:
         self._differed = 0
 
     def __call__(self, sample: GoldenSample | GoldenError) -> Verdict:
+        """The verdict on one sample. Ids outside the vocabulary (negative ones included, which
+        Python's indexing would read as tokens from the table's end) are bad input, whatever
+        judging made of them; an exact sample's ids came out of the tokenizer, so only others are
+        checked."""
         if isinstance(sample, GoldenError):
             return Verdict("", sample.line, BAD_INPUT, report=str(sample))
+        try:
+            verdict = self._judge(sample)
+        except Exception:
+            if (outside := self._outside(sample)) is not None:
+                return outside
+            raise
+        if verdict.kind != EXACT and (outside := self._outside(sample)) is not None:
+            return outside
+        return verdict
+
+    def _outside(self, sample: GoldenSample) -> Verdict | None:
+        problem = vocabulary_problem(sample.output_ids, self.tokenizer)
+        if problem is None:
+            return None
+        return Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"line {sample.line} ({sample.id}): {problem}")
+
+    def _judge(self, sample: GoldenSample) -> Verdict:
         golden = sample.output_ids
         golden_bytes = None  # the golden ids' bytes, when the view decoded them: a diagnosis reuses them
         try:
@@ -155,15 +177,22 @@ class Judge:
         )
 
 
+def vocabulary_problem(ids: Sequence[int], tokenizer: Tokenizer) -> str | None:
+    """What is wrong with ``ids`` outside the tokenizer's vocabulary, negative ones included (None: nothing).
+    The one rule for every caller: the judge, the suite's vocabulary check, ``build``."""
+    n = tokenizer.n_vocab
+    if ids and (min(ids) < 0 or max(ids) >= n):
+        bad = sorted({i for i in ids if not 0 <= i < n})
+        return f"ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{n - 1})"
+    return None
+
+
 def vocabulary_problems(samples: Iterable[GoldenSample], tokenizer: Tokenizer, limit: int = 10) -> list[str]:
     """Samples holding ids outside the tokenizer's vocabulary (first ``limit``)."""
-    n = tokenizer.n_vocab
     problems = []
     for s in samples:
-        ids = s.output_ids
-        if ids and (min(ids) < 0 or max(ids) >= n):
-            bad = sorted({i for i in ids if not 0 <= i < n})
-            problems.append(f"line {s.line} ({s.id}): ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{n - 1})")
+        if (problem := vocabulary_problem(s.output_ids, tokenizer)) is not None:
+            problems.append(f"line {s.line} ({s.id}): {problem}")
             if len(problems) >= limit:
                 break
     return problems

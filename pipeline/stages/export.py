@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.fidelity import vocabulary_problem
 from ..core.files import atomic_path, atomic_write, open_input
 from ..core.jsonl import json_lines
 from ..core.profiles import Profile
@@ -221,9 +222,8 @@ def build_records(
 def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokenizer: Tokenizer, result: BuildResult,
                keep_prompt_mismatch: bool) -> None:
     output_ids = sample.output_ids
-    if output_ids and (min(output_ids) < 0 or max(output_ids) >= tokenizer.n_vocab):
-        bad = sorted({i for i in output_ids if not 0 <= i < tokenizer.n_vocab})
-        result.leave_out(where, sample.id, f"field 'output_ids': ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{tokenizer.n_vocab - 1})")
+    if (outside := vocabulary_problem(output_ids, tokenizer)) is not None:
+        result.leave_out(where, sample.id, f"field 'output_ids': {outside}")
         return
     if not sample.messages:
         result.leave_out(where, sample.id, "field 'messages' missing: the prompt cannot be rendered")
