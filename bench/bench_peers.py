@@ -9,12 +9,17 @@ ids. Printed per dataset: exact samples per side, errors, and output tokens per 
 rebuild alone (one thread; conversion of the response into each library's message type is done
 beforehand and not timed).
 
-Peers: `renderers` 0.1.12, `tinker-cookbook` 0.6.1 and `tml-renderers` 0.2.1 (own native
-vocabularies). They are installed `--no-deps`, with the few small packages their imports need, into
-a separate environment (`.bench-peers/`, made by this script on first use); the project's own
-environment is put behind it (a .pth file) for torch, transformers and the tokenizers.
+Also per dataset whose tokenizer is a `tokenizer.json` (Qwen3, DeepSeek-V3): plain `tokenizers` encode of
+the same output texts (the golden ids decoded, one call per sample, in this process), and tokfidelity's
+rebuild time over it (goal: at most 0.6x). At the end, one table of every family and peer.
 
-    .venv/bin/python bench/bench_peers.py [--datasets Q1,D1] [--repeat 3]
+Peers: `renderers` 0.1.12, `tinker-cookbook` 0.6.1 and `tml-renderers` 0.2.1 (own native
+vocabularies), imported from the interpreter that runs this script; a peer that is not installed is
+said so. `--env DIR` runs the figures with a separate environment instead: made on first use, with
+the peers the running environment lacks installed `--no-deps`, and the running environment put
+behind it (a .pth file) for torch, transformers and the tokenizers.
+
+    .venv/bin/python bench/bench_peers.py [--datasets Q1,D1] [--repeat 3] [--env /tmp/peers-env]
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_ENV = ROOT / ".bench-peers"
-PEER_PACKAGES = ["renderers==0.1.12", "tinker-cookbook==0.6.1", "tml-renderers==0.2.1"]
+PEER_PACKAGES = {"renderers": "renderers==0.1.12", "tinker-cookbook": "tinker-cookbook==0.6.1",
+                 "tml-renderers": "tml-renderers==0.2.1"}
+PEER_MODULES = {"renderers": "renderers", "tinker-cookbook": "tinker_cookbook", "tml-renderers": "tml_renderers"}
 # What the peers' imports need and the project's environment lacks (tinker-cookbook imports the tinker SDK).
 IMPORT_NEEDS = ["prime-pydantic-config==0.4.3", "tinker==0.38.0", "pillow", "distro", "protobuf"]
 PEERS = ("renderers", "tinker-cookbook", "tml-renderers")
@@ -53,20 +59,40 @@ NO_HF_TOKENIZER = {
 }
 
 
-def ensure_env() -> Path:
-    """The bench environment's python, made (venv, --no-deps installs, .pth to the project env) if missing."""
-    python = BENCH_ENV / "bin" / "python"
-    marker = BENCH_ENV / ".complete"
+def _missing_peers() -> list[str]:
+    import importlib.util
+
+    return [p for p, module in PEER_MODULES.items() if importlib.util.find_spec(module) is None]
+
+
+def ensure_env(env: Path) -> Path:
+    """``env``'s python, made first if missing: a venv with the peers this environment lacks (--no-deps,
+    and what their imports need) and this environment behind it (a .pth file)."""
+    python = env / "bin" / "python"
+    marker = env / ".complete"
     if marker.exists():
         return python
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(BENCH_ENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", *PEER_PACKAGES, *IMPORT_NEEDS], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(env)], check=True)
+    missing = [PEER_PACKAGES[p] for p in _missing_peers()]
+    needs = [n for n in IMPORT_NEEDS if importlib_metadata_missing(n)]
+    if missing or needs:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", *missing, *needs], check=True)
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
     # Appended after the bench env's own site-packages: the peers installed here win.
     (Path(purelib) / "zz_tokfidelity_project.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     marker.write_text("ok\n")
     return python
+
+
+def importlib_metadata_missing(requirement: str) -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version(requirement.split("==")[0])
+    except PackageNotFoundError:
+        return True
+    return False
 
 
 # ------------------------------------------------------------------------------------------
@@ -174,7 +200,7 @@ def _timed(fn, items, repeat):
     return results, best
 
 
-def bench_dataset(dataset_dir: Path, repeat: int) -> None:
+def bench_dataset(dataset_dir: Path, repeat: int, table: list) -> None:
     from transformers import AutoTokenizer
 
     from pipeline.core.reconstruct import reconstruct_output_ids
@@ -184,10 +210,21 @@ def bench_dataset(dataset_dir: Path, repeat: int) -> None:
     golden = [s.output_ids for s, _ in rows]
     tokens = sum(map(len, golden))
     turns = [turn for _, turn in rows]
-    print(f"{manifest.name} ({manifest.profile}, view {manifest.api_view}): {len(rows)} samples, {tokens:,} output tokens")
+    encoder = getattr(tokenizer, "encoder", "") or "tiktoken"
+    print(f"{manifest.name} ({manifest.profile}, view {manifest.api_view}, encoder {encoder}): {len(rows)} samples, "
+          f"{tokens:,} output tokens")
     results, seconds = _timed(lambda t: reconstruct_output_ids(t, profile, tokenizer), turns, repeat)
     finish = [s.finish_reason for s, _ in rows]
-    _line("tokfidelity", results, golden, tokens, seconds, tokenizer, profile, finish)
+    row = {"family": manifest.profile, "dataset": manifest.name, "samples": len(rows)}
+    row["tokfidelity"] = _line("tokfidelity", results, golden, tokens, seconds, tokenizer, profile, finish)
+    backend = getattr(tokenizer, "backend", None)
+    if backend is not None:  # a tokenizer.json: plain tokenizers encode of the same output texts
+        texts = [tokenizer.decode(ids) for ids in golden]
+        _, plain = _timed(lambda text: backend.encode(text, add_special_tokens=False), texts, repeat)
+        print(f"  {'tokenizers':<16} plain encode of the same output texts: {tokens / plain / 1e6:6.2f} M tokens/s; "
+              f"tokfidelity's rebuild takes {seconds / plain:.2f}x its time (goal <= 0.6x)")
+        row["vs tokenizers"] = f"{seconds / plain:.2f}x"
+    table.append(row)
     support = SUPPORT.get(manifest.profile)
     if support is None:
         print("  (no peer has a renderer set up here for this profile)")
@@ -196,18 +233,34 @@ def bench_dataset(dataset_dir: Path, repeat: int) -> None:
     if "hf" in support:
         folder, _ = resolve_tokenizer_dir(support["hf"])
         hf = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    missing = _missing_peers()
     for peer in PEERS:
         if peer not in support:
             print(f"  {peer:<16} not run: {NO_HF_TOKENIZER.get(manifest.profile, 'no renderer set up here')}")
+            row[peer] = "n/a"
+            continue
+        if peer in missing:
+            print(f"  {peer:<16} not run: not installed here (pip install {PEER_PACKAGES[peer]}, or --env DIR)")
+            row[peer] = "not installed"
             continue
         try:
             convert, rebuild = _peer(peer, manifest.profile, hf)
             messages = [convert(t) for t in turns]
         except Exception as e:  # noqa: BLE001
             print(f"  {peer:<16} could not run: {type(e).__name__}: {e}")
+            row[peer] = "error"
             continue
         results, seconds = _timed(rebuild, messages, repeat)
-        _line(peer, results, golden, tokens, seconds, tokenizer, profile, finish)
+        row[peer] = _line(peer, results, golden, tokens, seconds, tokenizer, profile, finish)
+
+
+def print_table(table: list) -> None:
+    """Every dataset's figures as one Markdown table: M output tokens/s (exact samples)."""
+    columns = ["tokfidelity", *PEERS, "vs tokenizers"]
+    print("\n| family | dataset | " + " | ".join(columns) + " |")
+    print("|---|---|" + "---|" * len(columns))
+    for row in table:
+        print(f"| {row['family']} | {row['dataset']} ({row['samples']}) | " + " | ".join(row.get(c, "") for c in columns) + " |")
 
 
 def _line(name, results, golden, tokens, seconds, tokenizer, profile, finish):
@@ -225,24 +278,32 @@ def _line(name, results, golden, tokens, seconds, tokenizer, profile, finish):
     shown = ", ".join(f"{c} {n}" for c, n in classes.most_common())
     print(f"  {name:<16} exact {exact:>4}/{len(golden)}  errors {errors:>3}  {tokens / seconds / 1e6:6.2f} M tokens/s"
           f"  (samples with: {shown or '-'})")
+    return f"{tokens / seconds / 1e6:.2f} ({exact}/{len(golden)})"
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", default="all", help="comma-separated dataset names or prefixes (default: all shipped)")
     p.add_argument("--repeat", type=int, default=3, help="timing passes (best is printed)")
-    p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--env", type=Path, help="run in this separate environment, made first with the missing peers")
     args = p.parse_args(argv)
-    if not args.inner:
-        python = ensure_env()
+    if args.env is not None:
+        python = ensure_env(args.env.resolve())
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        return subprocess.run([str(python), __file__, "--inner", "--datasets", args.datasets, "--repeat", str(args.repeat)],
+        return subprocess.run([str(python), __file__, "--datasets", args.datasets, "--repeat", str(args.repeat)],
                               env=env).returncode
     sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("TOKFIDELITY_TOKENIZERS", str(ROOT.parent / "shared" / "tokenizers"))
+    import platform
+
     from pipeline.core.golden import find_datasets
 
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}: {os.cpu_count()} CPUs, "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; one thread, best of {args.repeat} passes")
+    table: list = []
     for dataset_dir in find_datasets(ROOT / "golden", [d.strip() for d in args.datasets.split(",") if d.strip()]):
-        bench_dataset(Path(dataset_dir), args.repeat)
+        bench_dataset(Path(dataset_dir), args.repeat, table)
+    print_table(table)
     return 0
 
 

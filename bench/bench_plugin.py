@@ -1,4 +1,5 @@
-"""Benchmark of a whole ``pytest --tokfidelity-dataset`` run against raw encode, on a synthetic Kimi K2.5 dataset.
+"""Benchmark of a whole ``pytest --tokfidelity-dataset`` run against raw encode, on a synthetic dataset of one
+family (``--family``: Kimi K2.5, the default; Qwen3; DeepSeek-V3).
 
 Goals (issue 14): on 2 cores, from 6,000 samples of about 3,500 tokens up, the whole suite takes at
 most 1.0x the raw single-thread encode time of the same texts (measured here, in this script), and
@@ -8,7 +9,11 @@ Texts are prose and code taken from the installed packages' docs and sources (re
 prose, content = code), encoded with the real Kimi tokenizer; a share of samples carries one
 harmless re-split (accepted by the manifest's policy), as real model output does.
 
-The baseline is the raw tokenizer on one thread: ``encode_ordinary`` of every text, best of two
+Qwen3 samples are ``<think>`` reasoning ``</think>`` content ``<|im_end|>``; DeepSeek-V3's are content
+(prose, then code) and ``<｜end▁of▁sentence｜>``.
+
+The baseline is the raw tokenizer on one thread: for Kimi tiktoken's ``encode_ordinary``, for Qwen3 and
+DeepSeek-V3 plain ``tokenizers`` encode (the encoder a user would otherwise run), of every text, best of two
 passes (wall and CPU seconds). With ``--repeat N`` (N >= 2) the runs are interleaved instead: N rounds
 of one raw pass, then each pytest configuration once, and each run is compared with its own round's
 raw pass (the median ratio decides): a shared machine's speed drifts by 10-20% within minutes, and a
@@ -18,7 +23,7 @@ process's own CPU seconds and peak RSS, and its children's (judging processes, x
 On a shared, loaded machine wall times swing; CPU seconds do not: the controlling process's CPU
 is the floor of a lone run's wall time, and (all CPU) / cores the floor of any run's.
 
-    .venv/bin/python bench/bench_plugin.py [--samples 6000] [--tokens 3500] [--modes lone,n2] [--repeat 1]
+    .venv/bin/python bench/bench_plugin.py [--family qwen3] [--samples 6000] [--tokens 3500] [--modes lone,n2] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -68,12 +73,16 @@ def text_pools(limit_chars: int = 8_000_000) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(code)
 
 
+# family -> its tokenizer spec (the profile has the family's name)
+FAMILIES = {"kimi-k2.5": "kimi-k2.5", "qwen3": "qwen3", "deepseek-v3": "deepseek-v3"}
+
+
 def make_dataset(folder: Path, manifest: dict, n: int, tokens: int, split_share: float, seed: int = 0):
     """Write a dataset of n samples, streamed (40,000 samples of ids would not fit in memory as lists);
     return (tokenizer, tokens written, the texts as a re-readable sequence)."""
-    tok = load_tokenizer("kimi-k2.5")
-    profile = bind_profile("kimi-k2.5", tok)
-    think_end, stop = profile.ids["think_end"], profile.stop_id
+    family = manifest["profile"]
+    tok = load_tokenizer(FAMILIES[family])
+    profile = bind_profile(family, tok)
     prose, code = text_pools()
     rng = random.Random(seed)
     spans = []  # (prose start, prose end, code start, code end): the texts, without holding them
@@ -86,52 +95,81 @@ def make_dataset(folder: Path, manifest: dict, n: int, tokens: int, split_share:
             r0 = rng.randrange(0, len(prose) - r_len)
             c0 = rng.randrange(0, len(code) - (chars - r_len))
             spans.append((r0, r0 + r_len, c0, c0 + chars - r_len))
-            reasoning, content = _texts(prose, code, spans[-1])
-            r_ids, c_ids = tok.encode_ordinary(reasoning), tok.encode_ordinary(content)
-            if rng.random() < split_share:  # one harmless re-split: a multi-byte token written as two
-                for j in range(len(c_ids) // 2, len(c_ids)):
-                    b = tok.token_bytes(c_ids[j])
-                    if len(b) >= 4 and b.isascii():
-                        halves = tok.encode_ordinary(b[:2].decode()) + tok.encode_ordinary(b[2:].decode())
-                        if len(halves) == 2:
-                            c_ids = c_ids[:j] + halves + c_ids[j + 1 :]
-                            break
-            ids = r_ids + [think_end] + c_ids + [stop]
+            parts = [tok.encode_ordinary(t) for t in _texts(prose, code, spans[-1], family)]
+            if rng.random() < split_share:
+                parts[-1] = _one_resplit(tok, parts[-1])
+            ids = _layout(parts, profile)
             n_tokens += len(ids)
             sample = {"id": f"b{i:06d}", "output_ids": ids, "finish_reason": "stop"}
             f.write(json.dumps(sample, ensure_ascii=False, separators=(",", ":")) + "\n")
-    return tok, n_tokens, Texts(prose, code, spans)
+    return tok, n_tokens, Texts(prose, code, spans, family)
 
 
-def _texts(prose: str, code: str, span: tuple[int, int, int, int]) -> tuple[str, str]:
+def _one_resplit(tok, ids: list[int]) -> list[int]:
+    """One harmless re-split: a multi-byte ASCII token of the second half written as two tokens."""
+    for j in range(len(ids) // 2, len(ids)):
+        b = tok.token_bytes(ids[j])
+        if len(b) >= 4 and b.isascii():
+            halves = tok.encode_ordinary(b[:2].decode()) + tok.encode_ordinary(b[2:].decode())
+            if len(halves) == 2:
+                return ids[:j] + halves + ids[j + 1 :]
+    return ids
+
+
+def _layout(parts: list[list[int]], profile) -> list[int]:
+    """The output ids of a sample from its encoded texts, as the family writes them."""
+    if profile.name == "kimi-k2.5":  # the output starts inside the reasoning
+        return parts[0] + [profile.ids["think_end"]] + parts[1] + [profile.stop_id]
+    if profile.name == "qwen3":
+        return [profile.ids["think_begin"]] + parts[0] + [profile.ids["think_end"]] + parts[1] + [profile.stop_id]
+    return parts[0] + [profile.stop_id]
+
+
+def _texts(prose: str, code: str, span: tuple[int, int, int, int], family: str = "kimi-k2.5") -> list[str]:
+    """The texts of one sample that are encoded as ordinary text, marker-like text defused."""
     r0, r1, c0, c1 = span
-    return prose[r0:r1].replace("</think>", ""), code[c0:c1].replace("<|", "< |")
+    if family == "kimi-k2.5":
+        return [prose[r0:r1].replace("</think>", ""), code[c0:c1].replace("<|", "< |")]
+    reasoning, content = prose[r0:r1].replace("<", "< ").strip(), code[c0:c1].replace("<", "< ").strip()
+    if family == "qwen3":
+        return ["\n" + reasoning + "\n", "\n\n" + content]
+    return [reasoning + "\n\n" + content]
 
 
 @dataclass
 class Texts:
-    """Every sample's reasoning and content, cut from the pools again on each pass."""
+    """Every sample's texts, cut from the pools again on each pass."""
 
     prose: str
     code: str
     spans: list
+    family: str = "kimi-k2.5"
 
     def __iter__(self):
         for span in self.spans:
-            yield from _texts(self.prose, self.code, span)
+            yield from _texts(self.prose, self.code, span, self.family)
+
+
+def raw_encoder(tok):
+    """The baseline's encoder: tiktoken's encode_ordinary for Kimi, plain tokenizers encode for a tokenizer.json."""
+    backend = getattr(tok, "backend", None)
+    if backend is None:
+        return tok.encode_ordinary
+    return lambda text: backend.encode(text, add_special_tokens=False).ids
 
 
 def raw_encode_seconds(tok, texts: Texts, passes: int = 2) -> tuple[float, float]:
-    """The goal's baseline: encode_ordinary of every text on one thread, best of ``passes`` (wall, CPU).
+    """The goal's baseline: the raw encoder on every text on one thread, best of ``passes`` (wall, CPU).
     Texts are cut from the pools in blocks outside the timed part."""
+    encode = raw_encoder(tok)
     best, best_cpu = float("inf"), float("inf")
     for _ in range(passes):
         wall = cpu = 0.0
         for start in range(0, len(texts.spans), 1000):
-            block = list(Texts(texts.prose, texts.code, texts.spans[start : start + 1000]))
+            block = list(Texts(texts.prose, texts.code, texts.spans[start : start + 1000], texts.family))
             t, c = time.perf_counter(), time.process_time()
             for text in block:
-                tok.encode_ordinary(text)
+                encode(text)
             wall, cpu = wall + time.perf_counter() - t, cpu + time.process_time() - c
         best, best_cpu = min(best, wall), min(best_cpu, cpu)
     return best, best_cpu
@@ -184,7 +222,7 @@ def describe(runs: list[Run], raw: float, raw_cpu: float) -> str:
             f"{max(r.rss_mb for r in runs):,.0f} MB")
 
 
-def judge_breakdown(dataset: Path, n: int = 500) -> str:
+def judge_breakdown(dataset: Path, family: str = "kimi-k2.5", n: int = 500) -> str:
     """Where a judge's CPU goes, per sample, over the first n samples, in this process: reading and
     parsing the line, the API view (decoding the golden ids), reconstruction (encoding), the rest."""
     from pipeline.core.fidelity import Judge
@@ -192,8 +230,8 @@ def judge_breakdown(dataset: Path, n: int = 500) -> str:
     from pipeline.core.views import api_view
     from pytest_tokfidelity.index import SampleIndex
 
-    tok = load_tokenizer("kimi-k2.5")
-    profile = bind_profile("kimi-k2.5", tok)
+    tok = load_tokenizer(FAMILIES[family])
+    profile = bind_profile(family, tok)
     judge = Judge(profile, tok, "sglang", {"non-canonical-split": 0.001})
     index = SampleIndex(dataset / "samples.jsonl")
     n = min(n, len(index))
@@ -274,6 +312,7 @@ MODES = {"lone": (), "n2": ("-n", "2")}
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--family", default="kimi-k2.5", choices=sorted(FAMILIES))
     ap.add_argument("--samples", type=int, default=6000)
     ap.add_argument("--tokens", type=int, default=3500)
     ap.add_argument("--split-share", type=float, default=0.05, help="share of samples with one harmless re-split")
@@ -286,11 +325,12 @@ def main() -> int:
     if unknown := [m for m in modes if m not in MODES]:
         ap.error(f"--modes: unknown {unknown}; known: {', '.join(MODES)}")
 
-    print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start")
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, family {args.family}; machine: {os.cpu_count()} CPUs, "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start")
     with tempfile.TemporaryDirectory(prefix="tokfidelity-bench-") as tmp:
         tmp = Path(tmp)
         t = time.perf_counter()
-        manifest = {"name": "BENCH", "profile": "kimi-k2.5", "tokenizer": "kimi-k2.5", "source": "bench/bench_plugin.py",
+        manifest = {"name": "BENCH", "profile": args.family, "tokenizer": FAMILIES[args.family], "source": "bench/bench_plugin.py",
                     "accept": {"non-canonical-split": 0.001}}
         golden = tmp / "golden"
         dataset = golden / "BENCH"
@@ -302,9 +342,11 @@ def main() -> int:
         interleaved = args.repeat >= 2
         if not interleaved:
             raw, raw_cpu = raw_encode_seconds(tok, texts)
-            print(f"raw encode (encode_ordinary, one thread, same texts): {raw:.2f} s wall, {raw_cpu:.2f} s CPU "
+            print(f"raw encode (one thread, same texts): {raw:.2f} s wall, {raw_cpu:.2f} s CPU "
                   f"({n_tokens / raw:,.0f} tokens/s)")
-        print(judge_breakdown(dataset))
+        print(f"encoder: {getattr(tok, 'encoder', '') or 'tiktoken'}; raw baseline: "
+              f"{'tokenizers encode' if getattr(tok, 'backend', None) is not None else 'tiktoken encode_ordinary'}")
+        print(judge_breakdown(dataset, args.family))
         print(pytest_per_test(tmp, args.samples, extra))
         results: dict[str, list[Run]] = {mode: [] for mode in modes}
         raws: list[tuple[float, float]] = []  # per round, when interleaved
@@ -320,7 +362,7 @@ def main() -> int:
         if interleaved:
             raw = statistics.median(r[0] for r in raws)
             raw_cpu = statistics.median(r[1] for r in raws)
-            print(f"raw encode (encode_ordinary, one thread, same texts), median of {len(raws)} rounds: {raw:.2f} s wall, "
+            print(f"raw encode (one thread, same texts), median of {len(raws)} rounds: {raw:.2f} s wall, "
                   f"{raw_cpu:.2f} s CPU ({n_tokens / raw:,.0f} tokens/s)")
         ratios = {}
         for mode, runs in results.items():
