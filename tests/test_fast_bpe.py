@@ -157,6 +157,13 @@ def test_lone_surrogates_get_the_tokenizers_librarys_answer(tok):
     else:
         assert tok.encode_ordinary(text) == want
     assert tok.encode_ordinary_packed(text) is None
+    try:
+        want = _reference(tok, ["x", text])
+    except Exception as e:  # noqa: BLE001 - tokenizers refuses the batch: so does the fast encoder's
+        with pytest.raises(type(e)):
+            tok.encode_ordinary_batch(["x", text])
+    else:
+        assert tok.encode_ordinary_batch(["x", text]) == want
 
 
 def test_fingerprint_records_the_encoder(tok):

@@ -92,10 +92,11 @@ class HFTokenizer(Tokenizer):
             return None
 
     def _fast_encode_ordinary_batch(self, texts):
+        texts = list(texts)
         try:
-            return self._fast.encode_ordinary_batch(list(texts))
-        except Exception:  # noqa: BLE001
-            return [self.encode_ordinary(t) for t in texts]
+            return self._fast.encode_ordinary_batch(texts)
+        except Exception:  # noqa: BLE001 - lone surrogates: the tokenizers library's answer (or its error)
+            return [e.ids for e in self._ordinary.encode_batch(texts, add_special_tokens=False)]
 
     @property
     def backend(self):
