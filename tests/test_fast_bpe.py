@@ -6,6 +6,7 @@ random and adversarial strings, batch-encoded by both, compared id for id."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import unicodedata
@@ -167,11 +168,13 @@ def test_lone_surrogates_get_the_tokenizers_librarys_answer(tok):
 
 
 def test_fingerprint_records_the_encoder(tok):
-    files = [Path(p) for p in tok.files]
-    slow = HFTokenizer(tok.name, tok.source, files, tok.backend, tok.special_tokens, fast=False)
-    assert slow.encoder == "tokenizers"
-    assert slow.fingerprint != tok.fingerprint
-    assert slow.fingerprint == type(slow).__mro__[1].fingerprint.func(slow)  # the files' fingerprint, as before
+    """The fast encoder's fingerprint is not the files' alone; a tokenizer left on tokenizers keeps the files'
+    fingerprint it always had (checked on a refused one below)."""
+    from pipeline.core.tokenizer.base import Tokenizer
+
+    files = Tokenizer.fingerprint.func(tok)
+    assert tok.fingerprint != files
+    assert tok.fingerprint == hashlib.sha256(f"{files}\0encoder={ENCODER_NAME}".encode()).hexdigest()
 
 
 # --- refusals: a byte-level BPE the fast encoder would get wrong goes through tokenizers, said once --------------
@@ -249,6 +252,9 @@ def test_a_token_the_merges_cannot_make_whole_is_refused(tmp_path, monkeypatch):
 def test_an_unknown_normalizer_is_refused_and_nfc_is_applied():
     lower = _load(_tiny([], {}, normalizer={"type": "Lowercase"}))
     assert lower.encoder == "tokenizers" and "normalizer" in lower.encoder_note
+    from pipeline.core.tokenizer.base import Tokenizer
+
+    assert lower.fingerprint == Tokenizer.fingerprint.func(lower)  # left on tokenizers: the files' fingerprint
     assert lower.encode_ordinary("AB") == [ord("a"), ord("b")]
     nfc = _tiny([], {}, normalizer={"type": "NFC"})
     loaded = _load(nfc)
