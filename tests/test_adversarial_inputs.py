@@ -343,3 +343,20 @@ def test_duplicate_keys_in_golden_samples_and_manifests_are_refused(tmp_path):
     with pytest.raises(GoldenError) as e:
         load_manifest(data)
     assert (e.value.line, e.value.field) == (6, "profile") and "appears twice" in str(e.value)
+
+
+def test_generate_names_the_prompt_line_with_a_long_integer_and_runs_the_others(tmp_path, monkeypatch, capsys):
+    from servers.http_server import FaultyServer
+    from servers.kimi_chat import KimiChat
+    from test_adversarial_pipeline import _gate_and_prompts, _gen_args
+
+    golden, prompts = _gate_and_prompts(tmp_path, 2)
+    lines = prompts.read_text().splitlines()
+    prompts.write_text(lines[0] + '\n{"id": "px", "messages": [], "max_tokens": ' + LONG + "}\n" + lines[1] + "\n")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-test")
+    with FaultyServer(KimiChat()) as server:
+        code = main(_gen_args(golden, prompts, tmp_path / "out", server.url, "--concurrency", "1"))
+    out, err = capsys.readouterr()
+    assert f"{prompts}:2: not valid JSON: an integer of 5,000 digits" in out + err and "Traceback" not in out + err
+    records = [json.loads(line) for line in (tmp_path / "out" / "generations.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in records) == ["p0", "p1"] and code == 1
