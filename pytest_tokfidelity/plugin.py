@@ -50,6 +50,8 @@ def _golden_dir(config: pytest.Config) -> Path:
         return Path(config.option.tokfidelity_golden_dir)
     ini = config.getini("tokfidelity_golden_dir")
     golden_dir = config.rootpath / (ini or "golden")
+    if golden_dir.is_relative_to(config.invocation_params.dir):  # shown as the user typed paths: golden/B3/...
+        golden_dir = golden_dir.relative_to(config.invocation_params.dir)
     if not golden_dir.is_dir():
         source = f"ini option tokfidelity_golden_dir = {ini!r}" if ini else "the default: golden/ in pytest's rootdir"
         raise pytest.UsageError(

@@ -6,6 +6,7 @@ package gets an error naming the clash, not a confusing import failure."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -27,13 +28,25 @@ def _run(cmd, **kw) -> subprocess.CompletedProcess:
 def installed(tmp_path_factory) -> Path:
     """A fresh virtualenv holding only the wheel built from this checkout and what it declares."""
     work = tmp_path_factory.mktemp("install")
-    wheel = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"), str(ROOT)])
+    # Built from a copy of what a source distribution holds: a build writes its egg-info into the tree it
+    # builds, which must not be the checkout (on a PYTHONPATH it would pass for an installed tokfidelity).
+    source = work / "source"
+    for name in ("pipeline", "pytest_tokfidelity"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
+    wheel = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"),
+                  str(source)], env=clean)
     assert wheel.returncode == 0, wheel.stderr[-3000:]
     (built,) = (work / "dist").glob("tokfidelity-*.whl")
     env_dir = work / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
-    pip = _run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(built)])
+    pip = _run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(built)],
+               env=clean)
     assert pip.returncode == 0, pip.stderr[-3000:]
+    listed = _run([str(env_dir / "bin" / "python"), "-m", "pip", "show", "tokfidelity"], env=clean)
+    assert str(env_dir) in listed.stdout, f"tokfidelity is not installed in the fresh venv:\n{listed.stdout}{listed.stderr}"
     return env_dir
 
 
