@@ -27,8 +27,8 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pipeline.core.golden import GoldenError, GoldenSample, parse_sample
 from pipeline.core.files import open_input
+from pipeline.core.golden import GoldenError, GoldenSample, id_problem, parse_sample
 from pipeline.core.jsonl import JsonTextError, duplicate_key, duplicate_key_message, parse_json
 
 try:
@@ -47,14 +47,16 @@ _BLOCK = 1 << 24  # bytes read (and hashed) at a time
 
 
 def _id_of(block: bytes, start: int, end: int) -> str | None:
-    """The id of the line ``block[start:end]``: read from its start when the id comes first, else parsed."""
+    """The id of the line ``block[start:end]``: read from its start when the id comes first, else parsed.
+    None when it has none, or one that cannot name a test (a lone surrogate: the line's test says so)."""
     m = _LEADING_ID.match(block, start, end)
     if m:
         raw = m.group(1)
         try:
-            return (json.loads(raw) or None) if raw[:1] == b'"' else raw.decode()  # "": no id, like a missing one
+            value = (json.loads(raw) or None) if raw[:1] == b'"' else raw.decode()  # "": no id, like a missing one
         except ValueError:  # not UTF-8: the line's own test says so
             return None
+        return None if value is None or id_problem(value) else value
     try:
         obj = _loads(block[start:end])
     except (*_DecodeError, ValueError):
@@ -62,7 +64,7 @@ def _id_of(block: bytes, start: int, end: int) -> str | None:
     if isinstance(obj, dict):
         value = obj.get("id")
         if isinstance(value, str) and value:
-            return value
+            return None if id_problem(value) else value
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
     return None

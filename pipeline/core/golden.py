@@ -29,6 +29,7 @@ __all__ = [
     "load_manifest",
     "read_samples",
     "parse_sample",
+    "id_problem",
     "find_datasets",
     "write_dataset",
     "MANIFEST_FILE",
@@ -239,6 +240,19 @@ def _int_list(value: Any, path: Path, line: int, key: str) -> list[int]:
     return value
 
 
+def id_problem(sample_id: str) -> str | None:
+    """Why a sample id cannot name a test (None when it can): a lone surrogate (``"\\ud800"`` in the
+    JSON) is no character at all, and cannot be written to a terminal, a file or the environment."""
+    if sample_id.isascii():
+        return None
+    try:
+        sample_id.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return (f"holds a lone surrogate (\\u{ord(sample_id[e.start]):04x} at character {e.start + 1}), which is not "
+                "valid Unicode: write the id with real characters")
+    return None
+
+
 def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
     """Check one decoded sample line; raise GoldenError naming the field."""
     if not isinstance(obj, dict):
@@ -250,6 +264,8 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
         raise GoldenError(path, line, "id", f"an integer too large for an id (about {sample_id:.3g}); write the id as a string")
     if not isinstance(sample_id, str) or not sample_id:
         raise GoldenError(path, line, "id", "missing or not a non-empty string")
+    if (problem := id_problem(sample_id)) is not None:
+        raise GoldenError(path, line, "id", problem)
     if "output_ids" not in obj:
         raise GoldenError(path, line, "output_ids", "missing")
     output_ids = _int_list(obj["output_ids"], path, line, "output_ids")
