@@ -120,8 +120,9 @@ def synthetic(samples: int, tokens: int) -> dict:
         detailed_keep += verdict == "policy"
         rec["hunks"] = [copy.deepcopy(h) if keep_windows else {k: v for k, v in h.items() if k != "window"}
                         for h in template["hunks"]]
-        _shift(rec["hunks"], rng.randrange(-min(h["golden"][0] for h in rec["hunks"]),
-                                           tokens - max(h["golden"][1] for h in rec["hunks"]) + 1))
+        low = min([h[k][0] for h in rec["hunks"] for k in ("golden", "rebuilt")]  # indices stay 0 or more
+                  + [t["i"] for h in rec["hunks"] for side in h.get("window", {}).values() for t in side])
+        _shift(rec["hunks"], rng.randrange(-low, tokens - max(h["golden"][1] for h in rec["hunks"]) + 1))
         rec.update(id=f"syn-{i:06d}", line=i + 1, dataset=NAME, verdict=verdict, detail=keep_windows)
         if verdict != "policy":
             rec["report"] = "(synthetic: see the hunks)"

@@ -3,9 +3,10 @@
 ``ResultsRecorder`` is registered in every process that runs tests when a report is asked for.
 It gives each dataset's judge the report's ``explain`` callback (``pipeline.reporting.details``),
 so that per-sample details are made where the diagnosis is (judging processes or threads), and
-keeps one record per non-exact sample as the sample's test decides its outcome. An xdist worker
-sends its records to the controller with its counts (``workeroutput``); the controller, once the
-run's summary and gate records are done, writes DIR/results.json and DIR/report.html.
+keeps one record per non-exact sample as the sample's test decides its outcome, and notes which
+samples' tests ran (their positions: merged files compare them). An xdist worker sends its records
+to the controller with its counts (``workeroutput``); the controller, once the run's summary and
+gate records are done, writes DIR/results.json and DIR/report.html, together or not at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = ["ResultsRecorder", "RESULTS_PLUGIN_NAME", "WORKER_RESULTS_KEY"]
 
 RESULTS_PLUGIN_NAME = "tokfidelity-results"
 WORKER_RESULTS_KEY = "tokfidelity_results"  # a worker's sample records, sent to the controller
+WORKER_RAN_KEY = "tokfidelity_ran"  # which samples a worker ran: dataset -> ranges of positions
 
 
 def _explainer(tokenizer, profile):
@@ -41,6 +43,8 @@ class ResultsRecorder:
         self.written: list[Path] = []
         self.failed_checks: dict[str, list[dict[str, str]]] = {}  # dataset -> failed whole-dataset checks
         self.error: str | None = None
+        self._case_of: dict[str, tuple[int, int]] = {}  # node id -> (dataset, sample) position, tests run here
+        self.ran: dict[str, set[int]] = {ds.name: set() for ds in session.datasets}  # dataset -> positions run
         for ds in session.datasets:
             ds.explain = _explainer  # DatasetRun builds its Judge with explain=ds.explain(tokenizer, profile)
 
@@ -71,14 +75,25 @@ class ResultsRecorder:
         again = Judge(judge.profile, judge.tokenizer, judge.view, judge.accept, explain=functools.partial(explain, force=True))
         return getattr(again(ds.index.read(position, ds.fd)), "details", None)
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The samples this process may run (an xdist controller collects none)."""
+        from .collection import SampleItem
+
+        self._case_of = {item.nodeid: item.case for item in session.items if type(item) is SampleItem}
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):
-            self.config.workeroutput[WORKER_RESULTS_KEY] = self.samples
+            from pipeline.reporting.results import ranges
 
-    # -- the controller --------------------------------------------------------------------------
+            self.config.workeroutput[WORKER_RESULTS_KEY] = self.samples
+            self.config.workeroutput[WORKER_RAN_KEY] = {name: ranges(p) for name, p in self.ran.items()}
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Failed whole-dataset checks (test_manifest, test_stop_tokens, ...), with their messages."""
+        """Every process: which samples' tests ran here. The controller: failed whole-dataset checks
+        (test_manifest, test_stop_tokens, ...), with their messages."""
+        if report.when == "call" and (case := self._case_of.get(report.nodeid)) is not None:
+            self.ran[self.session.datasets[case[0]].name].add(case[1])
         if not report.failed or hasattr(self.config, "workerinput"):
             return
         from .collection import PROPERTY, SAMPLE_TEST
@@ -92,12 +107,14 @@ class ResultsRecorder:
     def pytest_testnodedown(self, node, error) -> None:
         output = getattr(node, "workeroutput", {}) or {}
         self.samples.extend(output.get(WORKER_RESULTS_KEY, []))
+        for name, spans in output.get(WORKER_RAN_KEY, {}).items():
+            if name in self.ran:
+                self.ran[name].update(p for start, end in spans for p in range(start, end))
 
     def write(self, run_report) -> None:
         """Called by the controller's RunReport once gate records are written."""
         from pipeline.core import gate
-        from pipeline.reporting.html import write_report
-        from pipeline.reporting.results import dataset_entry, dataset_fingerprint, results_document, write_results
+        from pipeline.reporting.results import dataset_entry, dataset_fingerprint, ranges, results_document, write_outputs
 
         datasets = []
         for ds in self.session.datasets:
@@ -113,7 +130,7 @@ class ResultsRecorder:
                 gate_note=outcome.get("gate", "record unchanged"), problems=outcome.get("problems", []),
                 partial_reasons=run_report.partial, wall_s=outcome.get("wall", 0.0),
                 golden_dir=self.config.option.tokfidelity_golden_dir, path=str(ds.dir),
-                failed_checks=self.failed_checks.get(ds.name, []),
+                failed_checks=self.failed_checks.get(ds.name, []), ran=ranges(self.ran[ds.name]),
             ))
         libraries = gate.library_versions()  # the fingerprint as gate records compute it
         fingerprint = dataset_fingerprint({**gate.code_file_hashes(), **{f"lib:{k}": v for k, v in libraries.items()}})
@@ -121,7 +138,7 @@ class ResultsRecorder:
         doc = results_document(datasets, self.samples, command=list(self.config.invocation_params.args),
                                partial_reasons=run_report.partial, code=code)
         try:
-            self.written = [write_results(doc, self.out_dir), write_report(doc, self.out_dir)]
+            self.written = write_outputs(doc, self.out_dir)
         except OSError as e:
             self.error = f"--tokfidelity-report: cannot write to {self.out_dir}: {e.strerror or e}"
 

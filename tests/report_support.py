@@ -77,3 +77,49 @@ def run_pytest(root: Path, out: Path, *args: str, datasets: str = "all") -> subp
 def run_report_command(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "pipeline.cli", "report", *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def small_document(kimi, profile, name: str = PLANTED) -> dict:
+    """A results document made in-process (no pytest run) with every kind of field filled: a dataset
+    with a failed check and ``ran``, and the planted samples' real diagnoses (token windows, a
+    special id, raw bytes, a whitespace change), plus a policy re-split and a bad-input record."""
+    from pipeline.core.diagnose import diagnose
+    from pipeline.core.golden import GoldenSample
+    from pipeline.reporting.details import SampleDetails
+    from pipeline.reporting.results import dataset_entry, results_document
+
+    explain = SampleDetails(kimi, profile)
+    by_id = {s["id"]: s for s in planted_samples()}
+    records = []
+    for line, (sid, verdict) in enumerate((("resplit0", "policy"), ("ws-added", "new"), ("wrong-stop", "new"),
+                                           ("lone-byte", "new")), 1):
+        golden = by_id[sid]["output_ids"]
+        response = by_id[sid].get("response")
+        if sid == "resplit0":
+            rebuilt = kimi.encode_ordinary("Think.") + [profile.ids["think_end"]] + kimi.encode_ordinary(" initializer") + [profile.stop_id]
+        elif sid == "lone-byte":
+            rebuilt = kimi.encode_ordinary(kimi.decode(golden[:-1]).replace("\ufffd", "")) + [profile.stop_id]
+        else:
+            rebuilt = kimi.encode_ordinary(response["reasoning"]) + [profile.ids["think_end"]] + \
+                kimi.encode_ordinary(response["content"]) + [profile.stop_id]
+        d = diagnose(golden, rebuilt, kimi, profile=profile, finish_reason="stop")
+        sample = GoldenSample(id=sid, output_ids=golden, finish_reason="stop", line=line)
+        rec = {**explain(sample, d, "policy" if verdict == "policy" else "divergent", force=True), "dataset": name,
+               "verdict": verdict}
+        if verdict != "policy":
+            rec["report"] = d.render()
+        records.append(rec)
+    records.append({"id": "bad-line", "line": 9, "dataset": name, "verdict": "bad-input",
+                    "report": "samples.jsonl:9: field 'output_ids': expected a list of token ids, got str"})
+    counts = {"samples": 9, "exact": 4, "policy": 1, "known": 0, "new": 3, "bad_input": 1, "tokens": 120, "hunks": 5,
+              "policy_hunks_by_class": {"non-canonical-split": 1}, "known_by_class": {}, "new_by_class": {"whitespace": 1},
+              "stale_snapshots": 0}
+    entry = dataset_entry(
+        name=name, counts=counts, samples_total=9, profile="kimi-k2.5", tokenizer="kimi-k2.5", tokenizer_fingerprint="f" * 64,
+        view="sglang", golden_files={"samples.jsonl": "0" * 64}, accept={"non-canonical-split": 0.5},
+        max_known_divergence_rate=0.0, gate_note="closed (record written: 4 test(s) failed)", problems=["4 test(s) failed"],
+        partial_reasons=[], wall_s=1.5, golden_dir="golden", path="golden/" + name,
+        failed_checks=[{"check": "test_stop_tokens", "message": "163533 'chas' is not a stop id"}], ran=[[0, 9]],
+    )
+    return results_document([entry], records, command=["--tokfidelity-dataset=P9"], partial_reasons=[],
+                            code={"fingerprint": "c" * 64, "libraries": {"tokenizers": "0.0"}})

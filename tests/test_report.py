@@ -177,12 +177,12 @@ def test_report_command_redraws_the_same_page_from_results_json(runs, tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d.update(version=2), "field 'version' is 2"),
     (lambda d: d.update(schema="x"), "not a tokfidelity results file"),
-    (lambda d: d["datasets"][0].pop("counts"), "field 'datasets[0]': field 'counts' is missing"),
-    (lambda d: d["samples"][0].update(verdict="maybe"), "field 'samples[0]': field 'verdict' is 'maybe'"),
-    (lambda d: d["samples"][0]["hunks"][0].pop("golden"), "field 'samples[0]': field 'hunks[0]': expected an object"),
+    (lambda d: d["datasets"][0].pop("counts"), "field 'datasets[0].counts': missing"),
+    (lambda d: d["samples"][0].update(verdict="maybe"), "field 'samples[0].verdict': 'maybe' is not one of new, known"),
+    (lambda d: d["samples"][0]["hunks"][0].pop("golden"), "field 'samples[0].hunks[0].golden': missing"),
     (lambda d: d["samples"][0]["hunks"][0]["window"]["rebuilt"][0].update(text=7),
-     "field 'samples[0]': field 'hunks[0]'.window.rebuilt[0]: field 'text' has the wrong type"),
-    (lambda d: d["samples"][0].update(classes="whitespace"), "field 'samples[0]': field 'classes' has the wrong type"),
+     "field 'samples[0].hunks[0].window.rebuilt[0].text': expected a string, got a number"),
+    (lambda d: d["samples"][0].update(classes="whitespace"), "field 'samples[0].classes': expected a list, got a string"),
 ])
 def test_report_command_names_file_and_field_of_a_bad_results_file(runs, tmp_path, edit, message):
     root, _, _ = runs

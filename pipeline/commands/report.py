@@ -15,14 +15,13 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..reporting.html import write_report
-    from ..reporting.results import merge_results, read_results, write_results
+    from ..reporting.results import merge_results, read_results, write_outputs
     from ..reporting.schema import ResultsError
 
     try:
         docs = [(path, read_results(path)) for path in args.results]
         doc = docs[0][1] if len(docs) == 1 else merge_results(docs)
-        written = [write_results(doc, args.out), write_report(doc, args.out)]
+        written = write_outputs(doc, args.out)
     except ResultsError as e:
         print(f"tokfidelity report: {e}", file=sys.stderr)
         return EXIT_FAILED

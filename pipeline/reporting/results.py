@@ -2,6 +2,12 @@
 
 The format is documented in ``schema.py``. Everything here is plain data: the pytest plugin
 gives per-dataset facts and per-sample records, ``tokfidelity report`` reads files back.
+``write_outputs`` writes results.json and report.html together: both are drawn in memory and
+written to temporary files first, so that an error leaves both old files as they were.
+
+Merged files are complete for a dataset only when the samples they ran (``ran``: ranges of
+positions) together are every sample of it, each once: counts alone cannot tell two overlapping
+partial runs from one full run.
 """
 
 from __future__ import annotations
@@ -14,13 +20,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.files import atomic_write
+from ..core.files import atomic_path
 from . import details
 from .schema import SCHEMA, VERDICTS, VERSION, ResultsError, check_document
 
 __all__ = [
-    "dataset_entry", "results_document", "read_results", "merge_results", "write_results",
-    "rates", "dataset_fingerprint", "snapshot_update_command", "gate_state", "SELECTION_REASONS",
+    "dataset_entry", "results_document", "read_results", "merge_results", "write_results", "write_outputs",
+    "results_bytes", "rates", "dataset_fingerprint", "snapshot_update_command", "gate_state", "SELECTION_REASONS",
+    "ranges",
 ]
 
 # Partial-run reasons that only narrow the selection: shards merged together may cover it all.
@@ -70,10 +77,11 @@ def dataset_entry(
     tokenizer_fingerprint: str | None, view: str, golden_files: Mapping[str, str], accept: Mapping[str, float],
     max_known_divergence_rate: float, gate_note: str, problems: Sequence[str], partial_reasons: Sequence[str],
     wall_s: float, golden_dir: str | None = None, path: str | None = None,
-    failed_checks: Sequence[Mapping[str, str]] = (),
+    failed_checks: Sequence[Mapping[str, str]] = (), ran: Sequence[Sequence[int]] | None = None,
 ) -> dict[str, Any]:
+    """``ran``: the positions of the samples judged, as ranges (``ranges``); None: not known."""
     counts = {k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}  # stale_snapshots: a count
-    return {
+    entry = {
         "name": name,
         "path": path,
         "profile": profile,
@@ -96,6 +104,20 @@ def dataset_entry(
         "partial_reasons": list(partial_reasons),
         "snapshot_update": snapshot_update_command(name, golden_dir),
     }
+    if ran is not None:
+        entry["ran"] = [list(r) for r in ran]
+    return entry
+
+
+def ranges(positions: Iterable[int]) -> list[list[int]]:
+    """Sorted ``[start, end)`` ranges covering exactly ``positions``."""
+    out: list[list[int]] = []
+    for p in sorted(set(positions)):
+        if out and out[-1][1] == p:
+            out[-1][1] = p + 1
+        else:
+            out.append([p, p + 1])
+    return out
 
 
 def _sample_order(datasets: Sequence[Mapping[str, Any]]):
@@ -144,14 +166,25 @@ def results_document(
 def read_results(path: str | os.PathLike) -> dict[str, Any]:
     """A results.json, checked against the schema; ResultsError names the file and field."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # a folder, a FIFO (which would block the read), a device
+        raise ResultsError(f"{path}: not a regular file: give the results.json that pytest --tokfidelity-report wrote")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
-    except ValueError as e:
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not UTF-8 (byte {e.start}): not a results.json") from None
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ResultsError(f"{path}: not a results.json: nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, NaN or Infinity, an integer of more than 4,300 digits
         raise ResultsError(f"{path}: not JSON: {e}") from None
-    check_document(doc, str(path))
-    return doc
+    return check_document(doc, str(path))
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _merge_counts(into: dict[str, Any], other: Mapping[str, Any]) -> None:
@@ -164,6 +197,31 @@ def _merge_counts(into: dict[str, Any], other: Mapping[str, Any]) -> None:
             into[key] = into.get(key, 0) + value
 
 
+def _ran(d: Mapping[str, Any]) -> list[list[int]] | None:
+    """Which samples a dataset entry covers; a complete entry of a file without ``ran`` covers all."""
+    if "ran" in d:
+        return [r for r in d["ran"] if r[1] > r[0]]
+    if not d["partial"] and d["samples_run"] == d["samples_total"]:
+        return [[0, d["samples_total"]]] if d["samples_total"] else []
+    return None
+
+
+def _union(a: list[list[int]], b: list[list[int]], name: str, where: str) -> list[list[int]]:
+    out: list[list[int]] = []
+    for start, end in sorted(a + b):
+        if out and start < out[-1][1]:
+            raise ResultsError(
+                f"{where}: dataset {name}: samples at positions {start}..{min(end, out[-1][1]) - 1} were run in an "
+                "earlier file too: the files overlap (the same shard twice, or -k selections that share samples); "
+                "merge files whose runs share no sample"
+            )
+        if out and start == out[-1][1]:
+            out[-1][1] = end
+        else:
+            out.append([start, end])
+    return out
+
+
 def _merge_dataset(into: dict[str, Any], other: Mapping[str, Any], where: str) -> None:
     for key in ("tokenizer_fingerprint", "dataset_fingerprint", "view", "profile"):
         if into.get(key) is None:  # a shard that ran none of the dataset's samples never loaded its tokenizer
@@ -173,6 +231,8 @@ def _merge_dataset(into: dict[str, Any], other: Mapping[str, Any], where: str) -
                 f"{where}: dataset {other['name']}: field '{key}' is {other.get(key)!r}, but an earlier file has "
                 f"{into.get(key)!r}: these results come from different data, tokenizers or views and cannot be merged"
             )
+    mine, theirs = into.get("ran"), _ran(other)
+    into["ran"] = None if mine is None or theirs is None else _union(mine, theirs, other["name"], where)
     _merge_counts(into["counts"], other["counts"])
     into["samples_run"] += other["samples_run"]
     if into["samples_run"] > into["samples_total"]:
@@ -204,6 +264,7 @@ def merge_results(docs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, An
                 _merge_dataset(datasets[d["name"]], d, where)
             else:
                 datasets[d["name"]] = json.loads(json.dumps(d))
+                datasets[d["name"]]["ran"] = _ran(d)
         for s in doc["samples"]:
             key = (s["dataset"], s.get("id") or f"line {s.get('line')}")
             if key in samples:
@@ -213,8 +274,7 @@ def merge_results(docs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, An
         states = sorted({gate_state(n) for n in d["gate"]["notes"]})
         d["gate"]["state"] = states[0] if len(states) == 1 else "mixed"
         d["rates"] = rates(d["counts"])
-        others = [r for r in d["partial_reasons"] if not r.startswith(SELECTION_REASONS)]
-        d["partial"] = d["samples_run"] < d["samples_total"] or bool(others)
+        _merged_completeness(d)
     merged = results_document(list(datasets.values()), list(samples.values()), command=command,
                               partial_reasons=[], code=code, detail_limit=detail_limit)
     merged["partial"] = any(d["partial"] for d in merged["datasets"])
@@ -223,12 +283,53 @@ def merge_results(docs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, An
     return merged
 
 
+def _merged_completeness(d: dict[str, Any]) -> None:
+    """A merged dataset is complete when its files together ran each of its samples once, and none
+    stopped for another reason than narrowing the selection."""
+    others = [r for r in d["partial_reasons"] if not r.startswith(SELECTION_REASONS)]
+    ran = d.pop("ran")
+    if ran is None:
+        others.append("a file does not say which samples it ran (written by an older tokfidelity): "
+                      "whether the files cover every sample cannot be told")
+        d["partial_reasons"].append(others[-1])
+    else:
+        d["ran"] = ran
+    covered = ran == ([[0, d["samples_total"]]] if d["samples_total"] else [])
+    d["partial"] = not covered or bool(others)
+
+
+def results_bytes(doc: Mapping[str, Any]) -> bytes:
+    """results.json's bytes: UTF-8, or ASCII with escapes when a string holds a lone surrogate."""
+    try:
+        return (json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(doc, separators=(",", ":")) + "\n").encode("ascii")
+
+
 def write_results(doc: Mapping[str, Any], out_dir: str | os.PathLike) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
-    atomic_write(path, json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(results_bytes(doc))
     return path
+
+
+def write_outputs(doc: Mapping[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+    """DIR/results.json and DIR/report.html, together or not at all: both are drawn first, then both
+    written to temporary files beside them; only when both are written are they renamed over the
+    old files (results.json, then report.html). An error before that leaves the old files as they were."""
+    from .html import render_page
+
+    results, page = results_bytes(doc), render_page(doc)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "results.json", out / "report.html"]
+    with atomic_path(paths[1]) as page_tmp:
+        page_tmp.write_bytes(page)
+        with atomic_path(paths[0]) as results_tmp:
+            results_tmp.write_bytes(results)
+    return paths
 
 
 def verdict_counts(samples: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -21,7 +21,10 @@ A results.json is one JSON object:
   (``state``: ``open`` | ``closed`` | ``unchanged`` | ``mixed`` (merged shards disagree); ``notes``:
   what the run did to the gate record), ``problems``, ``failed_checks`` (whole-dataset checks that
   failed: ``check``, e.g. ``test_stop_tokens``, and ``message``), ``partial``, ``partial_reasons``, and
-  ``snapshot_update``: the exact command that records this dataset's divergences for review.
+  ``snapshot_update``: the exact command that records this dataset's divergences for review, and
+  ``ran``: which of the dataset's samples this run judged, as ``[start, end)`` ranges of their
+  positions in ``samples.jsonl`` (its non-blank lines, from 0), so that merged files can tell which
+  samples they cover together (absent in files written before it was added).
 - ``samples``: one object per sample that was not exact, in dataset then line order:
   ``dataset``, ``id``, ``line``, ``verdict`` (``new``: an unreviewed divergence, the test failed;
   ``known``: equal to the reviewed snapshot; ``policy``: accepted by the manifest's policy;
@@ -36,98 +39,245 @@ A results.json is one JSON object:
   its text alone, "ctx": what it adds in context, "ok": decode(prefix) + decode([id]) ==
   decode(prefix + [id]), "hunk": inside the hunk, "special": a special or marker id (only when
   true), "bytes": hex of its raw bytes (only when they are not valid UTF-8 alone)}``).
+
+Reading checks every field this module names, its type and its range, whatever the nesting, and
+keeps only those fields (a newer writer's additions are dropped, never drawn): a ResultsError names
+the file and the field's path (``samples[3].hunks[0].golden``). So the page is drawn from checked
+values only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["SCHEMA", "VERSION", "VERDICTS", "ResultsError", "check_document"]
+__all__ = ["SCHEMA", "VERSION", "VERDICTS", "GATE_STATES", "ResultsError", "check_document"]
 
 SCHEMA = "tokfidelity-results"
 VERSION = 1
 VERDICTS = ("new", "known", "policy", "bad-input")
+GATE_STATES = ("open", "closed", "unchanged", "mixed")
 
 
 class ResultsError(ValueError):
     """A results.json that cannot be used; the message names the file and the field."""
 
 
-_TOP = {"schema": str, "version": int, "command": list, "partial": bool, "partial_reasons": list,
-        "datasets": list, "samples": list}
-_DATASET = {"name": str, "samples_total": int, "samples_run": int, "counts": dict, "rates": dict, "gate": dict,
-            "partial": bool, "partial_reasons": list, "problems": list, "wall_s": (int, float),
-            "snapshot_update": str}
-_COUNTS = ("samples", "exact", "policy", "known", "new", "bad_input", "tokens", "hunks")
-_SAMPLE = {"dataset": str, "verdict": str}
+class _Bad(Exception):
+    """A field that fails its check; the containers it sits in add their keys on the way out."""
+
+    def __init__(self, message: str, *path: str):
+        self.message = message
+        self.path = list(path)
 
 
-def _fields(obj: Any, spec: Mapping[str, Any], where: str) -> None:
-    if not isinstance(obj, dict):
-        raise ResultsError(f"{where}: expected an object, got {type(obj).__name__}")
-    for key, kind in spec.items():
-        if key not in obj:
-            raise ResultsError(f"{where}: field '{key}' is missing")
-        value = obj[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ResultsError(f"{where}: field '{key}' has the wrong type ({type(value).__name__})")
+def _name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null"}.get(
+        type(value), "a number" if type(value) in (int, float) else type(value).__name__)
 
 
-def check_document(doc: Any, path: str) -> None:
-    """Raise ResultsError (naming ``path`` and the field) unless ``doc`` is a results.json we read."""
-    _fields(doc, {"schema": str, "version": int}, path)
-    if doc["schema"] != SCHEMA:
-        raise ResultsError(f"{path}: field 'schema' is {doc['schema']!r}, not {SCHEMA!r}: not a tokfidelity results file")
-    if doc["version"] != VERSION:
+def _str(v: Any) -> str:
+    if type(v) is not str:
+        raise _Bad(f"expected a string, got {_name(v)}")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise _Bad(f"expected true or false, got {_name(v)}")
+    return v
+
+
+def _int(v: Any) -> int:
+    if type(v) is not int:
+        raise _Bad(f"expected an integer, got {_name(v)}")
+    return v
+
+
+def _count(v: Any) -> int:
+    if type(v) is not int or v < 0:
+        raise _Bad(f"expected a count (an integer, 0 or more), got {str(v)[:40]}" if type(v) is int else
+                   f"expected a count (an integer, 0 or more), got {_name(v)}")
+    return v
+
+
+def _number(v: Any) -> float:
+    if type(v) not in (int, float) or not math.isfinite(v) or v < 0:
+        raise _Bad(f"expected a number, 0 or more, got {str(v)[:40]}" if type(v) in (int, float) else
+                   f"expected a number, got {_name(v)}")
+    return v
+
+
+_SIMPLE = {_str: str, _bool: bool, _int: int, _count: int}  # kinds checked by type alone (_count: and >= 0)
+
+
+def _optional(kind: Callable) -> Callable:
+    return lambda v: None if v is None else kind(v)
+
+
+def _one_of(*values: str) -> Callable:
+    def check(v: Any) -> str:
+        if v not in values or type(v) is not str:
+            raise _Bad(f"{v[:80]!r} is not one of {', '.join(values)}" if type(v) is str else f"expected a string, got {_name(v)}")
+        return v
+    return check
+
+
+def _list(kind: Callable) -> Callable:
+    simple = _SIMPLE.get(kind)
+
+    def check(v: Any) -> list:
+        if type(v) is not list:
+            raise _Bad(f"expected a list, got {_name(v)}")
+        if simple is not None and kind is not _count and set(map(type, v)) <= {simple}:  # ids, texts: one C pass
+            return list(v)
+        out = []
+        for i, x in enumerate(v):
+            try:
+                out.append(kind(x))
+            except _Bad as e:
+                e.path.append(f"[{i}]")
+                raise
+        return out
+    return check
+
+
+def _map(kind: Callable) -> Callable:
+    """An object whose keys are names (classes, files, libraries) and whose values are ``kind``."""
+    def check(v: Any) -> dict:
+        if type(v) is not dict:
+            raise _Bad(f"expected an object, got {_name(v)}")
+        out = {}
+        for k, x in v.items():
+            try:
+                out[k] = kind(x)
+            except _Bad as e:
+                e.path.append(f".{k}")
+                raise
+        return out
+    return check
+
+
+def _object(required: Mapping[str, Callable], optional: Mapping[str, Callable] = {}) -> Callable:  # noqa: B006
+    """An object with these fields (the optional ones when present); every other field is dropped."""
+    fields = [(key, kind, _SIMPLE.get(kind), needed)
+              for group, needed in ((required, True), (optional, False)) for key, kind in group.items()]
+
+    def check(v: Any) -> dict:
+        if type(v) is not dict:
+            raise _Bad(f"expected an object, got {_name(v)}")
+        out = {}
+        for key, kind, simple, needed in fields:
+            if key not in v:
+                if needed:
+                    raise _Bad("missing", f".{key}")
+                continue
+            x = v[key]
+            if type(x) is simple and (simple is not int or kind is _int or x >= 0):  # the common case, inline
+                out[key] = x
+                continue
+            try:
+                out[key] = kind(x)
+            except _Bad as e:
+                e.path.append(f".{key}")
+                raise
+        return out
+    return check
+
+
+def _span(v: Any) -> list[int]:
+    if type(v) is not list or len(v) != 2 or type(v[0]) is not int or type(v[1]) is not int or not 0 <= v[0] <= v[1]:
+        shown = v if type(v) is list and len(v) == 2 and all(type(i) is int for i in v) else _name(v)
+        raise _Bad(f"expected [start, end] indices with 0 <= start <= end, got {shown}")
+    return list(v)
+
+
+def _hex(v: Any) -> str:
+    if type(v) is not str or len(v) % 2 or v.strip("0123456789abcdef"):
+        raise _Bad("expected the hex of the token's bytes")
+    return v
+
+
+def _ranges(v: Any) -> list[list[int]]:
+    """``ran``: sorted, separate [start, end) ranges of sample positions."""
+    out = _list(_span)(v)
+    for i in range(1, len(out)):
+        if out[i][0] <= out[i - 1][1]:
+            raise _Bad(f"ranges must be sorted and apart; [{i - 1}] and [{i}] are not: {out[i - 1]}, {out[i]}")
+    return out
+
+
+_TOKEN = _object({"i": _count, "id": _int, "text": _str, "ctx": _str},
+                 {"ok": _bool, "hunk": _bool, "special": _bool, "bytes": _hex})
+_HUNK = _object(
+    {"class": _str, "golden": _span, "rebuilt": _span},
+    {"text_preserving": _bool, "golden_ids": _list(_int), "rebuilt_ids": _list(_int), "golden_text": _list(_str),
+     "rebuilt_text": _list(_str), "window": _object({"golden": _list(_TOKEN), "rebuilt": _list(_TOKEN)})},
+)
+_SAMPLE = _object(
+    {"dataset": _str, "id": _str, "verdict": _one_of(*VERDICTS)},
+    {"line": _optional(_count), "report": _str, "finish_reason": _optional(_str), "tokens": _count,
+     "rebuilt_tokens": _count, "texts_identical": _bool, "classes": _list(_str), "hunk_count": _count,
+     "detail": _bool, "hunks": _list(_HUNK)},
+)
+_COUNTS = _object(
+    dict.fromkeys(("samples", "exact", "policy", "known", "new", "bad_input", "tokens", "hunks"), _count),
+    {**dict.fromkeys(("policy_hunks_by_class", "known_by_class", "new_by_class"), _map(_count)), "stale_snapshots": _count},
+)
+_RATES = _object(dict.fromkeys(("divergent_samples", "hunks_per_1k_tokens"), _number),
+                 dict.fromkeys(("known_samples", "new_samples", "policy_samples"), _number))
+_DATASET = _object(
+    {"name": _str, "samples_total": _count, "samples_run": _count, "counts": _COUNTS, "rates": _RATES,
+     "gate": _object({"state": _one_of(*GATE_STATES), "notes": _list(_str)}), "partial": _bool,
+     "partial_reasons": _list(_str), "problems": _list(_str), "wall_s": _number, "snapshot_update": _str},
+    {**dict.fromkeys(("path", "profile", "tokenizer", "tokenizer_fingerprint", "view", "dataset_fingerprint"), _optional(_str)),
+     "golden_files": _map(_str), "accept": _map(_number), "max_known_divergence_rate": _number,
+     "failed_checks": _list(_object({"check": _str, "message": _str})), "ran": _ranges},
+)
+_DOCUMENT = _object(
+    {"schema": _str, "version": _int, "command": _list(_str), "partial": _bool, "partial_reasons": _list(_str),
+     "datasets": _list(_DATASET), "samples": _list(_SAMPLE)},
+    {"created": _str, "code": _object({}, {"fingerprint": _str, "libraries": _map(_str)}), "sources": _list(_str),
+     "detail_limit": _count},
+)
+
+
+def _located(path: str, e: _Bad) -> ResultsError:
+    field = "".join(reversed(e.path)).lstrip(".")
+    return ResultsError(f"{path}: field '{field}': {e.message}" if field else f"{path}: {e.message}")
+
+
+def check_document(doc: Any, path: str) -> dict[str, Any]:
+    """The document with every field checked (and only the fields this schema names), or a
+    ResultsError naming ``path`` and the field."""
+    if type(doc) is not dict:
+        raise ResultsError(f"{path}: expected a JSON object, got {_name(doc)}: not a tokfidelity results file")
+    if doc.get("schema") != SCHEMA:
+        raise ResultsError(f"{path}: field 'schema' is {str(doc.get('schema'))[:80]!r}, not {SCHEMA!r}: not a tokfidelity results file")
+    if doc.get("version") != VERSION or type(doc.get("version")) is not int:
         raise ResultsError(
-            f"{path}: field 'version' is {doc['version']}; this tokfidelity reads version {VERSION}: "
+            f"{path}: field 'version' is {str(doc.get('version'))[:80]}; this tokfidelity reads version {VERSION}: "
             "redraw it with the tokfidelity that wrote it"
         )
-    _fields(doc, _TOP, path)
-    names = set()
+    try:
+        out = _DOCUMENT(doc)
+        _check_datasets(out)
+    except _Bad as e:
+        raise _located(path, e) from None
+    return out
+
+
+def _check_datasets(doc: Mapping[str, Any]) -> None:
+    """What one field alone cannot say: names unique, samples of listed datasets, ranges in bounds."""
+    names: set[str] = set()
     for i, d in enumerate(doc["datasets"]):
-        where = f"{path}: field 'datasets[{i}]'"
-        _fields(d, _DATASET, where)
-        for key in _COUNTS:
-            if not isinstance(d["counts"].get(key), int):
-                raise ResultsError(f"{where}.counts: field '{key}' is missing or not a number")
+        if d["name"] in names:
+            raise _Bad(f"{d['name']!r} is listed twice", f"datasets[{i}].name")
         names.add(d["name"])
+        ran = d.get("ran")
+        if ran and ran[-1][1] > d["samples_total"]:
+            raise _Bad(f"range {ran[-1]} goes past the dataset's {d['samples_total']} samples", f"datasets[{i}].ran")
     for i, s in enumerate(doc["samples"]):
-        where = f"{path}: field 'samples[{i}]'"
-        _fields(s, _SAMPLE, where)
-        if s["verdict"] not in VERDICTS:
-            raise ResultsError(f"{where}: field 'verdict' is {s['verdict']!r}; expected one of {', '.join(VERDICTS)}")
         if s["dataset"] not in names:
-            raise ResultsError(f"{where}: field 'dataset' names {s['dataset']!r}, which is not in 'datasets'")
-        _check_sample_details(s, where)
-
-
-def _span(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
-
-
-_TOKEN = {"i": int, "id": int, "text": str, "ctx": str}
-
-
-def _check_sample_details(s: Mapping[str, Any], where: str) -> None:
-    """The optional parts of a sample that the report draws: classes, hunks and their windows."""
-    for key, kind in (("classes", list), ("hunks", list), ("tokens", int), ("hunk_count", int), ("report", str)):
-        if key in s and (not isinstance(s[key], kind) or isinstance(s[key], bool)):
-            raise ResultsError(f"{where}: field '{key}' has the wrong type ({type(s[key]).__name__})")
-    if not all(isinstance(c, str) for c in s.get("classes", [])):
-        raise ResultsError(f"{where}: field 'classes' holds something other than class names")
-    for j, h in enumerate(s.get("hunks", [])):
-        at = f"{where}: field 'hunks[{j}]'"
-        if not isinstance(h, dict) or not isinstance(h.get("class"), str) or not _span(h.get("golden")) or not _span(h.get("rebuilt")):
-            raise ResultsError(f"{at}: expected an object with 'class' (a name) and 'golden', 'rebuilt' ([start, end] indices)")
-        window = h.get("window")
-        if window is None:
-            continue
-        if not isinstance(window, dict) or not all(isinstance(window.get(k), list) for k in ("golden", "rebuilt")):
-            raise ResultsError(f"{at}: field 'window' must hold 'golden' and 'rebuilt' token lists")
-        for side in ("golden", "rebuilt"):
-            for k, t in enumerate(window[side]):
-                _fields(t, _TOKEN, f"{at}.window.{side}[{k}]")
-                if "bytes" in t and not (isinstance(t["bytes"], str) and len(t["bytes"]) % 2 == 0):
-                    raise ResultsError(f"{at}.window.{side}[{k}]: field 'bytes' is not hex")
+            raise _Bad(f"names {s['dataset']!r}, which is not in 'datasets'", f"samples[{i}].dataset")
