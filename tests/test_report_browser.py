@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -157,3 +158,222 @@ def test_a_report_of_40000_samples_loads_in_seconds_and_lists_every_sample(brows
     shown = int(one.body()["data-shown"])
     assert shown == sum(s["verdict"] == last["verdict"] for s in doc["samples"])
     assert browser.page_requests == []
+
+
+# -- issue 20 (defects 2, 14) and issue 22 (item 9) ------------------------------------------------
+
+PAYLOAD = ("'\"><img src=x onerror=\"document.title='PWN{k}'\"><script>document.title='PWN{k}'</script>"
+           "<svg onload=\"document.title='PWN{k}'\"></svg><meta http-equiv=\"refresh\" content=\"0;url=http://"
+           "tokfidelity.invalid/leak{k}\"><form action=\"http://tokfidelity.invalid/f{k}\"></form><base href=\"http://"
+           "tokfidelity.invalid/\"></textarea></title></style>\u202e{k}")
+# Strings whose value the format fixes (a payload there is refused on reading, which test_report_input checks)
+FIXED = {"schema", "verdict", "state", "bytes"}
+
+
+def _strings(value, path=()):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, (*path, i))
+    elif isinstance(value, str):
+        yield path, value
+
+
+def _poisoned(doc: dict) -> tuple[dict, int]:
+    """``doc`` with every string of free text replaced by a payload (one per distinct value, so that a
+    dataset's name and the samples naming it stay equal), and how many distinct values that was."""
+    fixed = {v for p, v in _strings(doc) if p and p[-1] in FIXED}
+    values = sorted({v for p, v in _strings(doc) if v not in fixed and p[-1] not in FIXED})
+    payload = {v: PAYLOAD.format(k=k) for k, v in enumerate(values)}
+
+    def swap(value):
+        if isinstance(value, dict):
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return payload.get(value, value) if isinstance(value, str) else value
+
+    return swap(doc), len(values)
+
+
+def _no_script_ran(browser, page: Path) -> Dom:
+    dom = Dom(browser.dump_dom(page.as_uri())[0])
+    assert dom.body().get("data-ready-ms") is not None  # the page's own script ran (its hash is allowed)
+    assert not dom.find("img") and not dom.find("form") and not dom.find("base") and not dom.find("textarea")
+    assert [t for t, _ in dom.elements if t == "script"] == ["script", "script"]  # the data and the page's script
+    assert not [(t, a) for t, a in dom.elements if any(k.startswith("on") for k in a)]  # no event handler at all
+    assert not [a for t, a in dom.elements if t == "meta" and a.get("http-equiv") == "refresh"]
+    assert browser.page_requests == [], browser.page_requests  # no refresh, no form, nothing loaded
+    return dom
+
+
+def _title(browser, page: Path) -> str:
+    html = browser.dump_dom(page.as_uri())[0]
+    return html.split("<title>", 1)[1].split("</title>", 1)[0] if "<title>" in html else ""
+
+
+def test_markup_in_every_string_of_results_json_stays_text(browser, report, tmp_path):
+    """Every free-text string of a real run's results.json (ids, names, reports, token texts, notes,
+    commands...) replaced by markup that would run a script, navigate or load something: the page
+    shows it as text, and only the page's own script runs."""
+    from pipeline.reporting.results import read_results, write_outputs
+
+    _, doc = report
+    poisoned, n = _poisoned(doc)
+    assert n > 500
+    source = tmp_path / "poisoned.json"
+    source.write_text(json.dumps(poisoned, ensure_ascii=False), encoding="utf-8")
+    page = write_outputs(read_results(source), tmp_path / "out")[1]
+    html = page.read_text(encoding="utf-8")
+    assert html.count("PWN") >= n  # every payload is on the page (as text)
+    dom = _no_script_ran(browser, page)
+    assert _title(browser, page) == "tokfidelity report"
+    assert "onerror" in dom.text["problems"] and "\\u202e" in dom.text["problems"]  # shown as text, bidi made visible
+    shown = {a["data-sample"] for a in dom.find("article")} | {f'{r["data-dataset"]}/{r.get("data-id")}' for r in dom.find("tr", **{"class": "srow"})}
+    assert len(shown) == len(doc["samples"])  # every sample still listed under its (poisoned) name
+
+
+def test_the_detector_sees_a_script_that_runs(browser, tmp_path):
+    """The control for the test above: the same payload written raw into a page without the CSP runs."""
+    page = tmp_path / "raw.html"
+    page.write_text("<!doctype html><title>t</title><body>" + PAYLOAD.format(k=0).split("<meta")[0] + "</body>", encoding="utf-8")
+    assert _title(browser, page) == "PWN0"
+
+
+def test_markup_in_golden_data_stays_text_in_the_report(browser, tmp_path, kimi, profile):
+    """Payloads in a golden dataset's ids, finish reasons, API response text, token id fields and
+    manifest: the run fails them as bad input or divergences, and the report shows them as text."""
+    from pipeline.core.golden import write_dataset
+
+    think_end, stop = profile.ids["think_end"], profile.stop_id
+    p = PAYLOAD.format
+    ids = kimi.encode_ordinary("Sum.") + [think_end] + kimi.encode_ordinary("2 + 2 = 4.") + [stop]
+    samples = [
+        {"id": p(k=1), "output_ids": ids, "finish_reason": "stop", "response": {  # a new divergence: listed
+            "reasoning": "Sum.", "content": "2 + 2 = 4. ", "finish_reason": "stop"}},
+        {"id": "finish", "output_ids": ids, "finish_reason": p(k=2)},
+        {"id": "ids", "output_ids": [1, p(k=3)], "finish_reason": "stop"},
+        {"id": "prompt", "output_ids": ids, "finish_reason": "stop", "prompt_ids": [p(k=4)]},
+        {"id": "messages", "output_ids": ids, "finish_reason": "stop", "messages": p(k=5)},
+        {"id": "content", "output_ids": ids, "finish_reason": "stop", "response": {
+            "reasoning": "Sum.", "content": "2 + 2 = 4." + p(k=6), "finish_reason": "stop"}},
+        {"id": "response", "output_ids": ids, "finish_reason": "stop", "response": p(k=7)},
+        {"id": 12.5, "output_ids": ids, "finish_reason": "stop"},
+    ]
+    base = {"profile": "kimi-k2.5", "tokenizer": "kimi-k2.5"}
+    write_dataset(tmp_path / "golden" / "X1_payloads", {"name": "X1_payloads", **base, "source": p(k=8)}, samples)
+    write_dataset(tmp_path / "golden" / "X2_manifest", {"name": "X2_manifest", **base, "source": "x",
+                                                        "accept": {p(k=9): p(k=10)}, "max_known_divergence_rate": p(k=11)},
+                  samples[:1])
+    result = run_pytest(tmp_path, tmp_path / "out", datasets="X1,X2")
+    assert result.returncode == 1 and "Traceback" not in result.stdout[-5000:], result.stdout[-3000:]
+    page = tmp_path / "out" / "report.html"
+    html = page.read_text(encoding="utf-8")
+    for k in (1, 2, 3, 4):  # in an id, and in the bad-input reasons that quote a value
+        assert re.search(rf"PWN{k}(?!\d)", html), k
+    assert "test_manifest failed" in html and html.count("onerror") >= 5  # and the API text's tokens
+    _no_script_ran(browser, page)
+    assert _title(browser, page) == "tokfidelity report"
+
+
+PROBE = (  # runs in a page that holds the report in a 420 px wide frame: what a phone's browser lays out
+    "var f=document.getElementById('f');f.onload=function(){var d=f.contentDocument,w=f.contentWindow.innerWidth,"
+    "b=document.body,r=function(e){return e.getBoundingClientRect();};"
+    "b.dataset.innerWidth=w;b.dataset.scrollWidth=d.documentElement.scrollWidth;"
+    "var g=d.querySelector('#summary thead th:nth-child(2)');b.dataset.gateRight=Math.round(r(g).right);"
+    "b.dataset.gateText=g.textContent;b.dataset.reportReady=d.body.dataset.readyMs;var cut=[];"
+    "d.querySelectorAll('#advice td, #verdict, #verdict li, .sample, .sample h3, .sample .meta, pre.reason, #review li')"
+    ".forEach(function(e){var x=r(e),s=f.contentWindow.getComputedStyle(e);"
+    "if(x.right>w+1||(e.scrollWidth>e.clientWidth+1&&s.overflowX!=='auto'&&s.overflowX!=='scroll'))"
+    "cut.push(e.tagName+'.'+e.className+':'+Math.round(x.right)+'/'+e.scrollWidth+'>'+e.clientWidth);});"
+    "b.dataset.cut=cut.join(' ');if(location.hash)d.getElementById(location.hash.slice(1)).scrollIntoView();};"
+)
+
+
+def _phone(page: Path, out: Path, height: int = 900, fragment: str = "") -> Path:
+    """A page holding ``page`` in a 420 px wide frame (headless Chromium's windows are 500 px wide at
+    least), with PROBE measuring its layout from outside: the report itself is the file under test."""
+    out.write_text(f'<!doctype html><body style="margin:0"><iframe id="f" src="{page.as_uri()}{fragment}" width="420" '
+                   f'height="{height}" style="border:0"></iframe><script>{PROBE}</script></body>', encoding="utf-8")
+    return out
+
+
+def test_the_page_works_at_a_phone_width(browser, report, tmp_path):
+    """At 420 px: nothing wider than the window (wide tables scroll in their own box), the gate column
+    on screen, the verdict, advice and sample cards whole; the screenshots show the verdict and the cards."""
+    page, doc = report
+    phone = _phone(page, tmp_path / "phone.html")
+    body = Dom(browser._run(phone.as_uri(), "--dump-dom", "--allow-file-access-from-files", width=500, height=900)[0]).body()
+    assert int(body["data-inner-width"]) == 420 and body.get("data-report-ready"), body
+    assert int(body["data-scroll-width"]) <= 420, body  # no sideways scroll
+    assert body["data-gate-text"] == "gate" and int(body["data-gate-right"]) <= 420, body
+    assert body["data-cut"] == "", body["data-cut"]
+    for name, fragment, height, scroll in (("report-phone.png", "", 4000, ""),  # the top; then the cards, scrolled to
+                                           ("report-phone-new.png", "#filter:verdict=new,bad-input", 3000, "#detailed"),
+                                           ("report-phone-deepseek.png", "#filter:dataset=D1_glaive", 3000, "#detailed")):
+        frame = _phone(page, tmp_path / f"{name}.html", height, fragment)
+        browser._run(frame.as_uri() + scroll, f"--screenshot={OUTPUT / name}", "--allow-file-access-from-files",
+                     width=500, height=height)
+        assert (OUTPUT / name).read_bytes()[:4] == b"\x89PNG"
+    assert browser.page_requests == []
+
+
+def test_the_top_of_the_page_states_the_outcome_then_completeness(browser, report, tmp_path, kimi, profile):
+    from pipeline.reporting.html import write_report
+
+    page, doc = report
+    dom = Dom(browser.dump_dom(page.as_uri())[0])
+    order = [a.get("id") for t, a in dom.elements if a.get("id") in ("verdict", "partial", "summary")]
+    assert order == ["verdict", "partial", "summary"]
+    (verdict,) = dom.find("div", id="verdict")
+    assert verdict["data-outcome"] == "failed" and "complete" not in verdict["class"]
+    text = dom.text["verdict"]
+    assert text.startswith("FAILED: 1 of ") and "P9_planted: gate closed" in text
+    assert "3 new divergences" in text and "1 sample with bad input" in text and "test_stop_tokens failed" in text, text
+    assert "test(s) failed" in text and "Complete run" in dom.text["partial"]
+    good = json.loads(json.dumps(doc))
+    good["datasets"] = [d for d in good["datasets"] if d["name"] in SHIPPED]
+    good["samples"] = [s for s in good["samples"] if s["dataset"] in SHIPPED]
+    ok = Dom(browser.dump_dom(write_report(good, tmp_path).as_uri())[0])
+    assert ok.find("div", id="verdict")[0]["data-outcome"] == "passed" and ok.text["verdict"].startswith("PASSED")
+
+
+def test_bad_input_reasons_show_without_expanding_and_marker_glyphs_read(browser, report):
+    page, doc = report
+    dom = Dom(browser.dump_dom(page.as_uri())[0])
+    inside, reasons = None, []
+    for tag, attrs in dom.elements:
+        if tag == "article":
+            inside = attrs.get("data-verdict")
+        elif tag == "details" and inside == "bad-input":
+            inside = "folded"
+        elif tag == "pre" and inside == "bad-input" and attrs.get("class") == "reason":
+            reasons.append(attrs)
+    assert len(reasons) == sum(s["verdict"] == "bad-input" for s in doc["samples"]) == 1
+    assert "expected a list of token ids, got str" in dom.text["detailed"]
+    marks = dom.find("em", **{"class": "lk"})
+    assert len(marks) > 20 and {m["title"] for m in marks} == {"U+FF5C", "U+2581"}  # DeepSeek's markers, readable
+
+
+def test_invisible_characters_are_shown_and_no_empty_table_is_drawn(browser, tmp_path, kimi, profile):
+    """Bidi controls and zero-width characters in ids and token texts are shown as \\u202e; a report whose
+    samples are all drawn in detail has no summarised table, and its script still runs."""
+    from report_support import small_document
+
+    from pipeline.reporting.html import write_report
+
+    doc = small_document(kimi, profile)
+    doc["samples"][1]["id"] = "evil\u202egnp.exe\u200b"
+    for t in doc["samples"][1]["hunks"][0]["window"]["golden"]:
+        t["text"] = "a\u2066b\ufeff"
+    page = write_report(doc, tmp_path)
+    dom = Dom(browser.dump_dom(page.as_uri())[0])
+    assert not dom.find("section", id="summarised") and 'id="summarised-rows"' not in page.read_text(encoding="utf-8")
+    assert int(dom.body()["data-shown"]) == len(doc["samples"])  # the script ran and counted every sample
+    marks = dom.find("w", **{"class": "inv"})
+    text = page.read_text(encoding="utf-8")
+    assert "\u202e" not in text and "\u200b" not in text and "\u2066" not in text and "\ufeff" not in text
+    assert "evil<w class=\"inv\">\\u202e</w>gnp.exe<w class=\"inv\">\\u200b</w>" in text and len(marks) > 4
+    browser.screenshot(page.as_uri(), OUTPUT / "report-small.png", width=900, height=2000)
