@@ -161,7 +161,7 @@ def test_report_command_on_malformed_files_says_where_and_leaves_the_old_files(d
     for f, line in zip(files, errors):
         assert f"tokfidelity report: {f}: " in line, line
     assert "nested too deeply" in errors[-4] and "not JSON" in errors[-3] and "not UTF-8" in errors[-2]
-    assert "not a regular file" in errors[-1]
+    assert "cannot read: is a FIFO (named pipe), not a regular file" in errors[-1]
     assert {p.name: p.read_text() for p in out.iterdir()} == {"results.json": "old results.json", "report.html": "old report.html"}
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.files import atomic_path
+from ..core.files import atomic_path, read_input
 from . import details
 from .schema import SCHEMA, VERDICTS, VERSION, ResultsError, check_document
 
@@ -166,10 +166,8 @@ def results_document(
 def read_results(path: str | os.PathLike) -> dict[str, Any]:
     """A results.json, checked against the schema; ResultsError names the file and field."""
     path = Path(path)
-    if path.exists() and not path.is_file():  # a folder, a FIFO (which would block the read), a device
-        raise ResultsError(f"{path}: not a regular file: give the results.json that pytest --tokfidelity-report wrote")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path).decode("utf-8")  # a FIFO or a device is refused before it is read
     except OSError as e:
         raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
