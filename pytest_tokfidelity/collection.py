@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from .pytest_adapter import CHECKED_VERSION, share_location
+
 __all__ = [
     "SUITE_NODE_NAME", "SAMPLE_TEST", "PROPERTY", "SampleItem", "sample_items", "suite_items", "suite_params", "tag",
     "sample_cases", "dataset_cases",
@@ -68,13 +70,11 @@ class SampleItem(pytest.Item):
 
 def sample_items(collector: pytest.Module, cases: list[tuple[int, int]], ids: list[str]) -> list[SampleItem]:
     items = [SampleItem.from_parent(collector, name=f"{SAMPLE_TEST}[{i}]", case=case) for case, i in zip(cases, ids)]
-    if items:
+    if items and pytest.__version__ == CHECKED_VERSION:
         # pytest's Item.location (a cached property) makes each item's path relative to the rootdir,
         # 12 us a test, 0.5 s at 40,000 samples; every sample shares the first one's path and
         # reportinfo's line 0, so the others get that answer cached as it would cache its own.
-        where, line, _ = items[0].location
-        for item in items[1:]:
-            item.location = (where, line, item.name)
+        share_location(items)
     return items
 
 

@@ -36,6 +36,7 @@ import pytest
 from pipeline.core.fidelity import EXACT, Verdict
 
 from .collection import SampleItem
+from .pytest_adapter import internals_checked, passed_report, phase_hooks_inert
 
 __all__ = ["PlainPasses"]
 
@@ -62,7 +63,7 @@ class PlainPasses:
     def __init__(self, session):
         self.session = session
         config = session.config
-        self.enabled = not (
+        self.enabled = internals_checked(config) and not (
             config.getoption("setuponly", False) or config.getoption("setupshow", False)
             or config.getoption("setupplan", False)
         )
@@ -95,10 +96,8 @@ class PlainPasses:
         hook.pytest_runtest_logstart(nodeid=item.nodeid, location=location)
         keywords = dict.fromkeys(item.keywords, 1)
         for when in _PHASES:
-            report = pytest.TestReport(
-                item.nodeid, location, keywords, "passed", None, when, (),
-                duration if when == "call" else 0.0, start, start + duration if when == "call" else start,
-                user_properties=item.user_properties,
+            report = passed_report(
+                item, location, keywords, when, duration if when == "call" else 0.0, start, start + duration if when == "call" else start,
             )
             hook.pytest_runtest_logreport(report=report)
         hook.pytest_runtest_logfinish(nodeid=item.nodeid, location=location)
@@ -111,6 +110,5 @@ class PlainPasses:
         parent = item.parent
         if parent not in self._hooks:
             hook = item.ihook
-            inert = all(impl.plugin_name in INERT for name in _SKIPPED_HOOKS for impl in getattr(hook, name).get_hookimpls())
-            self._hooks[parent] = hook if inert and not parent.own_markers else None
+            self._hooks[parent] = hook if phase_hooks_inert(hook, _SKIPPED_HOOKS, INERT) and not parent.own_markers else None
         return self._hooks[parent]

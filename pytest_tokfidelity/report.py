@@ -23,6 +23,7 @@ from .dataset import DatasetRun
 from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
 from .sharding import rates_deferred, shard_size, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
+from .pytest_adapter import failed_report
 from .summary import plural, shown, summary_lines
 
 __all__ = ["RunReport", "GATE_TEST"]
@@ -150,13 +151,11 @@ class RunReport:
             f"manifest: {ds.dir / 'manifest.json'}", f"next: {fix}; then run `{self._command(ds)}`"])
         nodeid = f"{SUITE_NODE_NAME}::{GATE_TEST}[{ds.name}]"
         location = (SUITE_NODE_NAME, 0, f"{GATE_TEST}[{ds.name}]")
-        now = time.time()
         session.testscollected += 1  # pytest's progress counts it
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-        hook.pytest_runtest_logreport(report=pytest.TestReport(
-            nodeid=nodeid, location=location, keywords={GATE_TEST: 1, ds.name: 1}, outcome="failed", longrepr=message,
-            when="call", sections=(), duration=0.0, start=now, stop=now, user_properties=[(PROPERTY, (ds.name, GATE_TEST))],
+        hook.pytest_runtest_logreport(report=failed_report(
+            nodeid, location, {GATE_TEST: 1, ds.name: 1}, message, [(PROPERTY, (ds.name, GATE_TEST))],
         ))
         hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 

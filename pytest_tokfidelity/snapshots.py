@@ -10,6 +10,7 @@ snapshots live beside test files, and would misjudge these.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.amber import AmberDataSerializer, AmberSnapshotExtension
 from syrupy.location import PyTestLocation
 
-__all__ = ["DiagnosisExtension", "snapshot_assertion", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
+__all__ = ["DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED_SYRUPY_VERSION", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
 
 SNAPSHOT_DIRNAME = "__snapshots__"
 SNAPSHOT_BASENAME = "fidelity"
@@ -96,5 +97,34 @@ def snapshot_assertion(item) -> SnapshotAssertion:
     extra = {"update_new_snapshots_only": option.update_new_snapshots_only} if hasattr(option, "update_new_snapshots_only") else {}
     return SnapshotAssertion(
         update_snapshots=option.update_snapshots, extension_class=DiagnosisExtension, test_location=PyTestLocation(item),
-        session=item.config._syrupy, **extra,
+        session=syrupy_session(item.config), **extra,
     )
+
+
+CHECKED_SYRUPY_VERSION = "7.0.2"  # the syrupy whose private config._syrupy this module reads
+_warned: list[str] = []
+
+
+@functools.lru_cache(maxsize=1)
+def _syrupy_version() -> str:
+    from importlib.metadata import version
+
+    return version("syrupy")
+
+
+def syrupy_session(config):
+    """syrupy's session, which it keeps on ``config._syrupy`` (private: checked against syrupy
+    ``CHECKED_SYRUPY_VERSION``, tests/test_library_adapters.py). On another version: a warning once;
+    without it, an error saying which syrupy to install instead of an AttributeError."""
+    installed = _syrupy_version()
+    if installed != CHECKED_SYRUPY_VERSION and not _warned:
+        _warned.append(installed)
+        import warnings
+
+        warnings.warn(f"tokfidelity: syrupy {installed} is not the version its snapshot adapter was checked with "
+                      f"({CHECKED_SYRUPY_VERSION})", stacklevel=2)
+    session = getattr(config, "_syrupy", None)
+    if session is None:
+        raise RuntimeError(f"syrupy {installed} keeps no session on config._syrupy (checked with {CHECKED_SYRUPY_VERSION}): "
+                           f"reviewed divergences cannot be compared; install syrupy=={CHECKED_SYRUPY_VERSION}")
+    return session

@@ -77,3 +77,50 @@ def test_no_private_library_reach_outside_the_adapters():
 
 def test_views_never_write_onto_a_frozen_profile():
     assert "object.__setattr__" not in (ROOT / "pipeline" / "core" / "views.py").read_text()
+
+
+# -- the plugin's reaches into pytest, xdist and syrupy (issue 22) ---------------------------------------
+def test_pytest_and_syrupy_are_the_versions_the_plugin_adapters_were_checked_against():
+    from pytest_tokfidelity import pytest_adapter, snapshots
+
+    for library, checked, adapter in (("pytest", pytest_adapter.CHECKED_VERSION, "pytest_tokfidelity/pytest_adapter.py"),
+                                      ("syrupy", snapshots.CHECKED_SYRUPY_VERSION, "pytest_tokfidelity/snapshots.py")):
+        assert version(library) == checked, (
+            f"{library} {version(library)} is installed; {adapter} was checked against {checked}: "
+            "re-check what it uses, then update its checked version"
+        )
+
+
+def test_no_private_reach_into_pytest_xdist_or_syrupy_outside_the_plugin_adapters():
+    reaches = {
+        r"\.plugin_name\b|get_hookimpls\(|TestReport\(|\.location\s*=(?!=)": "pytest_adapter.py",
+        r"\._syrupy\b": "snapshots.py",
+        r"\.torun\b|nextitem_index|WorkerInteractor": "xdist_adapter.py",
+    }
+    found = []
+    for path in sorted((ROOT / "pytest_tokfidelity").rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for pattern, home in reaches.items():
+                if re.search(pattern, line) and path.name != home:
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == []
+
+
+def test_another_pytest_version_takes_pytests_own_path_with_a_warning(pytester, monkeypatch):
+    import importlib
+
+    from test_plugin import exact_samples, make_dataset, run
+
+    adapter = importlib.import_module("pytest_tokfidelity.pytest_adapter")  # as the run will import it
+    make_dataset(pytester.path, "A1_exact", exact_samples(4))
+    probe = (f"def pytest_sessionfinish(session):\n    s = session.config.pluginmanager.get_plugin('tokfidelity-session')\n"
+             f"    open({str(pytester.path / 'reported.txt')!r}, 'w').write(str(s.plain_passes.reported))\n")
+    pytester.syspathinsert()
+    pytester.makepyfile(reported_probe=probe)
+    run(pytester, "-p", "reported_probe", "--tokfidelity-dataset=A1").assert_outcomes(passed=4 + 4)
+    assert int((pytester.path / "reported.txt").read_text()) > 0  # the checked version: the fast path
+    monkeypatch.setattr(adapter, "CHECKED_VERSION", "0.0.0")
+    result = run(pytester, "-p", "reported_probe", "--tokfidelity-dataset=A1")
+    result.assert_outcomes(passed=4 + 4, warnings=1)
+    assert "is not the version its fast path was checked with (0.0.0)" in result.stdout.str()
+    assert int((pytester.path / "reported.txt").read_text()) == 0

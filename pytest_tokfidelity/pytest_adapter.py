@@ -1,0 +1,64 @@
+"""Every reach into pytest's internals, in one place: what the sample fast path (protocol.py,
+collection.py) relies on beyond pytest's public API.
+
+- the plugin names of pytest's own implementations of a test's phase hooks (``HookImpl.plugin_name``),
+  by which protocol.py knows that skipping those phases for an exact sample changes nothing;
+- ``TestReport``'s constructor, called with keywords as pytest's ``TestReport.from_item_and_call`` does;
+- ``Item.location``, a cached property that collection.py fills for each sample as pytest would.
+
+Checked against pytest ``CHECKED_VERSION`` (tests/test_library_adapters.py fails on any other
+version, so an upgrade is looked at). On any other version at run time the plugin warns once and
+takes pytest's own path for every test: slower, never different.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+__all__ = ["CHECKED_VERSION", "internals_checked", "phase_hooks_inert", "passed_report", "failed_report", "share_location"]
+
+CHECKED_VERSION = "9.2.0"
+
+
+def internals_checked(config: pytest.Config) -> bool:
+    """Is the running pytest the one these internals were checked with? Once per run (at configure),
+    a warning when not."""
+    if pytest.__version__ == CHECKED_VERSION:
+        return True
+    config.issue_config_time_warning(pytest.PytestWarning(
+        f"tokfidelity: pytest {pytest.__version__} is not the version its fast path was checked with ({CHECKED_VERSION}); "
+        "every sample runs through pytest's own protocol (slower, same results)"), stacklevel=2)
+    return False
+
+
+def phase_hooks_inert(hook: Any, names: tuple[str, ...], inert: frozenset[str]) -> bool:
+    """Is every implementation of the hooks ``names`` one of the plugins named in ``inert``?"""
+    return all(impl.plugin_name in inert for name in names for impl in getattr(hook, name).get_hookimpls())
+
+
+def passed_report(item: pytest.Item, location, keywords, when: str, duration: float, start: float, stop: float) -> pytest.TestReport:
+    """A passed report of one phase of ``item``, as pytest's runner makes it."""
+    return pytest.TestReport(
+        nodeid=item.nodeid, location=location, keywords=keywords, outcome="passed", longrepr=None, when=when,
+        sections=(), duration=duration, start=start, stop=stop, user_properties=item.user_properties,
+    )
+
+
+def failed_report(nodeid: str, location, keywords, longrepr: str, user_properties) -> pytest.TestReport:
+    """A failed call report of a test the controlling process decides itself (report.py's gate test)."""
+    now = time.time()
+    return pytest.TestReport(
+        nodeid=nodeid, location=location, keywords=keywords, outcome="failed", longrepr=longrepr, when="call",
+        sections=(), duration=0.0, start=now, stop=now, user_properties=user_properties,
+    )
+
+
+def share_location(items: list) -> None:
+    """Give every item the first one's path and line (pytest's cached ``Item.location``), as pytest
+    would compute it for items that share a file and report line 0."""
+    where, line, _ = items[0].location
+    for item in items[1:]:
+        item.location = (where, line, item.name)
