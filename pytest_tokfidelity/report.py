@@ -196,6 +196,8 @@ class RunReport:
             self.outcomes[ds.name] = {"gate": gate_note, "problems": list(decision.problems), "wall": span}
         if self.session.results is not None:
             self.session.results.write(self)
+            if self.session.results.error:  # a report asked for and not written fails the run
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _pins(self, ds: DatasetRun) -> tuple[Pins | None, list[str]]:
         """What the run read of the dataset and its tokenizer, and what differs on disk now."""

@@ -140,7 +140,8 @@ class ResultsRecorder:
         try:
             self.written = write_outputs(doc, self.out_dir)
         except OSError as e:
-            self.error = f"--tokfidelity-report: cannot write to {self.out_dir}: {e.strerror or e}"
+            self.error = (f"--tokfidelity-report: cannot write to {self.out_dir}: {e.strerror or e}; the run fails: "
+                          "give a folder you can write to (nothing was written there)")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.error:

@@ -293,3 +293,13 @@ def test_a_surrogate_id_is_bad_input_of_its_line_and_the_report_is_written(tmp_p
     (bad,) = [s for s in doc["samples"] if s["verdict"] == "bad-input"]
     assert bad["id"] == "line-3" and "samples.jsonl:3: " in bad["report"] and "field 'id'" in bad["report"] and "lone surrogate" in bad["report"]
     assert (tmp_path / "out" / "report.html").stat().st_size > 5_000
+
+
+def test_a_report_that_cannot_be_written_fails_the_run(tmp_path, kimi, profile):
+    """Issue 20, defect 11: a --tokfidelity-report folder that cannot be made (here under /proc, which
+    refuses even root) is said once and fails the run, where it printed "cannot write" and exited 0."""
+    _exact_dataset(tmp_path, kimi, profile, n=2)
+    result = run_pytest(tmp_path, __import__("pathlib").Path("/proc/tokfidelity-no-such-report"), datasets="E1")
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "--tokfidelity-report: cannot write to /proc/tokfidelity-no-such-report" in result.stdout
+    assert "the run fails" in result.stdout and "Traceback" not in result.stdout + result.stderr
