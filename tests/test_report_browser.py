@@ -73,7 +73,7 @@ def test_the_page_shows_what_results_json_says_and_sends_nothing(browser, report
     assert "test_stop_tokens failed" in dom.text["problems"] and "163533 'chas'" in dom.text["problems"]
     print(f"report of {len(doc['samples'])} samples: {page.stat().st_size:,} bytes; ready {body['data-ready-ms']} ms "
           f"after navigation; chromium run {wall:.2f} s")
-    browser.screenshot(page.as_uri(), OUTPUT / "report.png")
+    browser.screenshot(page.as_uri(), OUTPUT / "report.png", height=4000)  # down to the first sample cards
     assert (OUTPUT / "report.png").stat().st_size > 50_000
     assert browser.page_requests == []
 
@@ -105,7 +105,7 @@ def test_filters_in_the_url_change_what_is_visible(browser, report, query, wante
     checked = {(a["name"], a["value"]) for a in dom.find("input") if "checked" in a}
     assert checked  # the filter boxes show the state read from the URL
     if query.startswith("#filter:verdict=new"):
-        browser.screenshot(page.as_uri() + query, OUTPUT / "report-new-only.png", height=1600)
+        browser.screenshot(page.as_uri() + query, OUTPUT / "report-new-only.png", height=3600)  # and their cards
     assert browser.page_requests == []
 
 
