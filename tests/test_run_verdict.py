@@ -186,3 +186,39 @@ def test_engine_check_calls_ids_outside_the_vocabulary_bad_input(kimi, profile, 
 
     verdict = judge(GoldenSample(id="g", output_ids=ids, finish_reason="stop", line=7))
     assert verdict.kind == BAD_INPUT and verdict.report.startswith(f"line 7 (g): ids [{bad_id}]")
+
+
+# -- 5. a marker loss is never called harmless ----------------------------------------------------------
+def test_a_lost_think_end_heads_the_sample_as_a_marker_problem_never_a_harmless_split(kimi, profile):
+    from pipeline.core.fidelity import DIVERGENT, Judge
+    from pipeline.core.golden import GoldenSample
+    from test_plugin import CHAS, THINK_END, kimi_ids
+
+    ids = kimi_ids("Let me look at the input.", "The bug is an off-by-one.")
+    ids[ids.index(THINK_END)] = CHAS  # a look-alike ordinary id where </think> belongs
+    judge = Judge(profile, kimi, "sglang", {"non-canonical-split": 1.0})  # re-splits accepted by policy
+    verdict = judge(GoldenSample(id="m", output_ids=ids, finish_reason="stop", line=1))
+    assert verdict.kind == DIVERGENT  # never accepted by policy
+    assert verdict.classes[0] == "special-token-id", verdict.classes
+    report = verdict.report
+    assert report.startswith("divergence: special-token-id;")
+    advice = report.split("what to do (most severe first):\n")[1].splitlines()
+    assert advice[0].startswith("  special-token-id: a marker or special token")
+
+
+def test_audit_golden_flags_a_missing_think_end_and_the_look_alike_in_its_place(tmp_path, capsys):
+    from pipeline.cli import main
+    from pipeline.core.golden import write_dataset
+    from test_plugin import CHAS, THINK_END, manifest
+
+    good = exact_samples(2)
+    bad = dict(good[1], id="lost")
+    bad["output_ids"] = [CHAS if i == THINK_END else i for i in bad["output_ids"]]
+    folder = write_dataset(tmp_path / "A5", manifest("A5"), good + [bad])
+    assert main(["audit", "--golden", str(folder)]) == 1
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "1 finished golden output(s) lack '</think>' (163607), which profile kimi-k2.5 requires" in text
+    assert "line 3 (lost)" in text and "look-alike id(s) where '</think>' belongs" in text and "163533" in text
+    write_dataset(tmp_path / "A6", manifest("A6"), good)
+    assert main(["audit", "--golden", str(tmp_path / "A6")]) == 0

@@ -387,6 +387,46 @@ def _near_special_range(tokenizer: Tokenizer, first_special: int | None, rows, g
     return near
 
 
+def _bound(profile: Profile | ProfileSpec | str, tokenizer: Tokenizer) -> Profile | None:
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return bind_profile(get_profile_spec(profile) if isinstance(profile, str) else profile, tokenizer)
+    except ProfileError:
+        return None
+
+
+def _required_markers(samples: list, profile: Profile, tokenizer: Tokenizer, failures: list[str]) -> None:
+    """Golden outputs lacking a marker their profile requires (a thinking profile whose output starts
+    inside the reasoning closes it with think_end in every finished output), and the look-alike ids
+    (ordinary ids just below the special range) found where that marker belongs."""
+    spec, end = profile.spec, profile.ids.get("think_end")
+    if not (spec.thinking and end is not None and "think_begin" not in spec.markers):
+        return
+    first = min(tokenizer.special_ids) if tokenizer.special_ids else 0
+    near = set(range(max(0, first - NEAR_RANGE), first)) - tokenizer.special_ids
+    missing, lookalikes = [], []
+    for s in samples:
+        if not isinstance(s, GoldenSample) or s.finish_reason == "length" or end in s.output_ids:
+            continue
+        missing.append(f"line {s.line} ({s.id})")
+        found = next((i for i in s.output_ids[:-1] if i in near), None)  # the last id is the stop's place
+        if found is not None:
+            lookalikes.append(f"line {s.line} ({s.id}): {_show(tokenizer, found)} at index {s.output_ids.index(found)}")
+    text = profile.texts.get("think_end", "think_end")
+    more = lambda n: f" ... and {n - LIST_LIMIT} more" if n > LIST_LIMIT else ""  # noqa: E731
+    if missing:
+        failures.append(
+            f"{len(missing)} finished golden output(s) lack {text!r} ({end}), which profile {profile.name} requires "
+            f"(its output starts inside the reasoning and closes it): " + "; ".join(missing[:LIST_LIMIT]) + more(len(missing))
+        )
+    if lookalikes:
+        failures.append(
+            f"look-alike id(s) where {text!r} belongs (ordinary ids just below the special range, written as the "
+            "marker: a misconfigured marker id): " + "; ".join(lookalikes[:LIST_LIMIT]) + more(len(lookalikes))
+        )
+
+
 def audit(
     profile: Profile | ProfileSpec | str,
     tokenizer: Tokenizer,
@@ -412,7 +452,12 @@ def audit(
     specials = _special_token_checks(tokenizer, failures, warnings)
 
     stop_ids = tuple(c for role, _, c in rows if c is not None and (role == "stop" or role.startswith("stop.")))
+    if samples is not None:
+        samples = list(samples)
     golden = _final_tokens(samples, stop_ids, tokenizer, failures, warnings) if samples is not None else {}
+    bound = _bound(profile, tokenizer)
+    if samples is not None and bound is not None:
+        _required_markers(samples, bound, tokenizer, failures)
 
     # Look-alikes: ordinary tokens inside marker text, and ordinary ids just below the special range.
     with_lookalikes = _lookalikes_by_text(markers)

@@ -32,6 +32,8 @@ __all__ = [
     "CLASSES",
     "TEXT_PRESERVING_CLASSES",
     "ADVICE",
+    "SEVERITY",
+    "by_severity",
     "Hunk",
     "WindowToken",
     "Diagnosis",
@@ -68,11 +70,21 @@ CLASSES = (
 )
 # Classes where the decoded bytes are the same on both sides: only the split differs.
 TEXT_PRESERVING_CLASSES = frozenset({NON_CANONICAL_SPLIT})
+# Most severe first: a sample's headline class (and the advice it leads with) is its most severe hunk's.
+SEVERITY = (
+    SPECIAL_TOKEN_ID, MARKER_TEXT, STOP_TOKEN, DROPPED_TEXT, OTHER, TOOL_ARGS_JSON, TOOL_CALL_ID_CLASS, WHITESPACE,
+    TRUNCATED_UTF8, INVALID_UTF8, NON_CANONICAL_SPLIT,
+)
+
+
+def by_severity(classes) -> list[str]:
+    """``classes``, each once, most severe first."""
+    return sorted(dict.fromkeys(classes), key=SEVERITY.index)
 
 # One line per class: what it means and what to do.
 ADVICE = {
-    SPECIAL_TOKEN_ID: "a marker or special token was replaced by another single id: the profile or pipeline uses "
-    "the wrong id for a marker; run `tokfidelity audit --profile P --tokenizer T` and bind marker ids from their "
+    SPECIAL_TOKEN_ID: "a marker or special token was replaced by another single id, or is missing or extra: the "
+    "profile or pipeline uses the wrong id for a marker, or a marker was lost; run `tokfidelity audit --profile P --tokenizer T` and bind marker ids from their "
     "text (bind_profile), never by hand",
     STOP_TOKEN: "a stop token is missing or extra at the end: check the finish_reason handling (no stop token on "
     "`length`, one on `stop`/`tool_calls`) and that the engine's matched stop id is the profile's stop id",
@@ -163,6 +175,11 @@ class Diagnosis:
         return list(dict.fromkeys(h.cls for h in self.hunks))
 
     @property
+    def headline(self) -> str | None:
+        """The most severe hunk's class: what the sample is reported as."""
+        return by_severity(h.cls for h in self.hunks)[0] if self.hunks else None
+
+    @property
     def harmless(self) -> bool:
         """Every hunk keeps the text (only splits differ)."""
         return all(h.text_preserving for h in self.hunks)
@@ -192,7 +209,7 @@ class Diagnosis:
             return f"no divergence: both sequences are the same {self.golden_len} ids"
         counts = ", ".join(f"{c} x{n}" for c, n in self.class_counts().items())
         lines = [
-            f"divergence: {len(self.hunks)} hunk(s) [{counts}]; first at index {self.first_index} "
+            f"divergence: {self.headline}; {len(self.hunks)} hunk(s) [{counts}]; first at index {self.first_index} "
             f"(golden {self.golden_len} ids, reconstructed {self.recon_len} ids)",
             "decoded texts: "
             + (
@@ -224,8 +241,8 @@ class Diagnosis:
                 lines.append(
                     f"  {'>' if t.in_hunk else ' '} {t.index:>6} {t.id:>7}  {_show(t.text):<24} {_show(t.context_text):<24} {check}"
                 )
-        lines.append("what to do:")
-        for c in self.classes:
+        lines.append("what to do (most severe first):")
+        for c in by_severity(self.classes):
             lines.append(f"  {c}: {ADVICE[c]}")
         return "\n".join(lines)
 
@@ -622,8 +639,10 @@ class _Context:
                 return MARKER_TEXT
             if len(G) == len(R):
                 return SPECIAL_TOKEN_ID
-        if gb == rb:
-            return NON_CANONICAL_SPLIT
+        if gb == rb:  # a hunk that involves a marker or special id is never a harmless re-split
+            return MARKER_TEXT if g_special or r_special else NON_CANONICAL_SPLIT
+        if not G and set(R) <= specials or not R and set(G) <= specials:
+            return SPECIAL_TOKEN_ID  # a marker missing on one side, or extra
         g_invalid = self.gbytes.invalid_byte_ranges(gs, ge)
         if g_invalid:
             text_end = self.golden_text_end

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, Diagnosis, diagnose
+from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, Diagnosis, by_severity, diagnose
 from .golden import GoldenError, GoldenSample
 from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_unless
@@ -168,7 +168,7 @@ class Judge:
             sample.line,
             kind,
             len(golden),
-            classes=tuple(by_class),
+            classes=tuple(by_severity(by_class)),  # the headline (most severe) class first
             hunks=len(diagnosis.hunks),
             hunks_by_class=by_class,
             signature=None if accepted else diagnosis.signature(),
