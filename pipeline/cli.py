@@ -86,11 +86,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
+        print(f"tokfidelity {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # stdout closed early (`| head`): stop quietly, as other Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
         return EXIT_PIPE_CLOSED
+    except OSError as e:  # a read-only folder, a full disk, a path through a file: the file named, no traceback
+        from .core.files import os_error_message
+
+        print(f"tokfidelity {args.command}: cannot go on: {os_error_message(e)}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -92,14 +92,18 @@ def _judges(value: str | None) -> int | None:
     return n
 
 
-def _state_dir_problem(state_dir: Path) -> str | None:
-    """Why gate records cannot be written under ``state_dir`` (checked now, not after the whole run)."""
-    for folder in (state_dir / "gates", state_dir, *state_dir.parents):
+def _folder_problem(target: Path, needs: str) -> str | None:
+    """Why files cannot be written under ``target`` (checked now, not after the whole run): a link to
+    nothing, a file where a folder must be, or a nearest existing folder that is read-only."""
+    for folder in (target, *target.parents):
         if folder.is_symlink() and not folder.exists():
             return f"{folder} is a link to {os.readlink(folder)}, which does not exist"
         if folder.exists():
             if not folder.is_dir():
-                return f"{folder} is a file; gate records need a folder there"
+                return f"{folder} is a file; {needs} a folder there"
+            if not os.access(folder, os.W_OK | os.X_OK):
+                how = "on a read-only file system" if os.statvfs(folder).f_flag & os.ST_RDONLY else "not writable by this user"
+                return f"{folder} is {how}; {needs} a writable folder there: make it writable, or give another folder"
             return None
     return None
 
@@ -120,7 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pipeline.core.gate import default_state_dir
 
     state_dir = Path(opt.tokfidelity_state_dir) if opt.tokfidelity_state_dir else default_state_dir()
-    if (problem := _state_dir_problem(state_dir.absolute())) is not None:
+    if (problem := _folder_problem(state_dir.absolute() / "gates", "gate records need")) is not None:
         raise pytest.UsageError(f"--tokfidelity-state-dir: {problem}")
     if getattr(opt, "newfirst", False):
         raise pytest.UsageError(

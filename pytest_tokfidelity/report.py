@@ -9,6 +9,7 @@ and prints the per-dataset summary.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from pipeline.core import gate
 from pipeline.core.decision import CLOSED, OPEN, Completeness, Counts, Decision, decide
+from pipeline.core.files import os_error_message
 from pipeline.core.pins import Pins
 
 from .collection import PROPERTY, SAMPLE_TEST, SUITE_NODE_NAME
@@ -125,7 +127,7 @@ class RunReport:
             counts, tally = self.counts[ds.name], self.reports[ds.name]
             completeness = Completeness(
                 expected=shard_size(ds, shard) if shard else len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
-                checks_passed=frozenset(tally["checks"]), partial=tuple(partial),
+                checks_passed=frozenset(tally["checks"]), partial=tuple(partial), share=shard is not None,
             )
             decision = decide(counts, rates_deferred(ds.manifest) if shard else ds.manifest, completeness)
             pins = None
@@ -186,10 +188,15 @@ class RunReport:
                     snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts.stale_snapshots)
                 )
             shard = self.session.shard
-            if shard:  # a shard record, never the full one
-                gate_note = write_shard(self, ds, shard, counts, decision, tally, state_dir, args, pins)
-            else:
-                gate_note = self._gate(ds, counts, decision, state_dir, args, pins)
+            try:
+                if shard:  # a shard record, never the full one
+                    gate_note = write_shard(self, ds, shard, counts, decision, tally, state_dir, args, pins)
+                else:
+                    gate_note = self._gate(ds, counts, decision, state_dir, args, pins)
+            except OSError as e:  # a read-only or full state dir: said, and the run fails (no record means no gate)
+                problem = f"gate record NOT written: {os_error_message(e)}"
+                gate_note = problem
+                decision = dataclasses.replace(decision, problems=(*decision.problems, problem))
             if decision.problems and not tally["failed"]:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             self.summary_lines += self._summary(ds, counts, span, gate_note, decision)

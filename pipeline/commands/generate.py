@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
+from ..cli import EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .gated import add_gate_arguments, closed_gate_exit, dataset_manifest, gated_tokenizer
 from ..core.files import out_folder_problem
 
@@ -136,6 +136,11 @@ def run(args) -> int:
             return _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts)
     except FolderBusy as e:
         return usage_error(str(e))
+    except OSError as e:  # --out not writable, a full disk before the first request: nothing was sent
+        from ..core.files import os_error_message
+
+        print(f"tokfidelity generate: cannot use --out {args.out}: {os_error_message(e)}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts) -> int:
@@ -186,9 +191,14 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
         bar.close()
         return usage_error(str(e))
     bar.close()
-    write_summary(out_dir, result, run_info, mask=job.mask)
+    try:
+        write_summary(out_dir, result, run_info, mask=job.mask)
+    except OSError as e:  # a full disk: the records are what counts, and they are whole
+        from ..core.files import os_error_message
 
-    return _report(result, job, len(prompts), len(bad_prompts))
+        print(f"tokfidelity generate: summary not written: {job.mask.text(os_error_message(e))}", file=sys.stderr)
+    code = _report(result, job, len(prompts), len(bad_prompts))
+    return EXIT_INTERRUPTED if result.interrupted else EXIT_FAILED if result.stopped_early else code
 
 
 def _report(result, job, n_prompts: int, n_bad_prompts: int) -> int:

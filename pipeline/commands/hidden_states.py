@@ -38,7 +38,7 @@ def run(args) -> int:
     from .gated import dataset_manifest
 
     try:
-        train, _ = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
+        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
         if args.command and args.format != "safetensors":
@@ -54,6 +54,7 @@ def run(args) -> int:
     except ValueError as e:
         print(f"tokfidelity hidden-states: {e}", file=sys.stderr)
         return EXIT_USAGE
+    print(f"tokfidelity hidden-states: {verified}", file=sys.stderr)
     out = Path(args.out)
     if args.command:
         argv = fill_command(args.command, {"data": str(train), "out": str(out), "hidden_states": str(out)})

@@ -31,7 +31,7 @@ def run(args) -> int:
     from .gated import dataset_manifest
 
     try:
-        train, _ = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
+        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
         values = {"data": str(train), "out": str(Path(args.out)), "hidden_states": str(Path(args.hidden_states or ""))}
         if problem := out_folder_problem(args.out):
             raise ValueError(problem)
@@ -41,6 +41,7 @@ def run(args) -> int:
     except ValueError as e:
         print(f"tokfidelity train: {e}", file=sys.stderr)
         return EXIT_USAGE
+    print(f"tokfidelity train: {verified}", file=sys.stderr)
     print(f"tokfidelity train: gate of {status.dataset} open; running: {' '.join(argv)}", file=sys.stderr)
     exit_code = run_configured_command(argv, log_path=Path(args.out) / "train_run.json")
     print(f"tokfidelity train: {argv[0]} exited with {exit_code} (recorded in {Path(args.out) / 'train_run.json'})", file=sys.stderr)

@@ -91,6 +91,7 @@ class Completeness:
     failed: int = 0  # tests of the dataset that failed (samples and checks)
     checks_passed: frozenset[str] = frozenset(DATASET_CHECKS)
     partial: Sequence[str] = ()  # why the run did not cover the whole dataset (-k, -x, a lost worker...)
+    share: bool = False  # a shard's share of the dataset, which may hold no sample: green on its checks alone
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def decide(counts: Counts, manifest: Any, completeness: Completeness) -> Decisio
         return Decision(UNCHANGED, "partial run (" + ", ".join(completeness.partial) + ")")
     if manifest is None:
         return Decision(CLOSED, "the manifest is invalid", fix="fix manifest.json as test_manifest says")
-    if completeness.expected == 0:
+    if completeness.expected == 0 and not completeness.share:
         return Decision(UNCHANGED, "the dataset has no samples")
     missing = [c for c in DATASET_CHECKS if c not in completeness.checks_passed]
     if completeness.passed != completeness.expected or missing:
@@ -157,7 +158,7 @@ def decide(counts: Counts, manifest: Any, completeness: Completeness) -> Decisio
         )
         return Decision(CLOSED, why, (why,), "run the suite again")
     limit = manifest.max_known_divergence_rate
-    rate = counts.known / counts.samples
+    rate = counts.known / counts.samples if counts.samples else 0.0  # a shard may hold no sample
     if rate > limit:
         return Decision(
             CLOSED,

@@ -1,9 +1,10 @@
 """Whole-file writes: a reader, or a process killed mid-write, sees the old file or the new one, never half.
 
 ``atomic_write(path, text)`` writes to a temporary file in the same folder (a unique name: two
-writers never share one) and renames it over ``path``. ``atomic_path(path)`` gives that temporary
-path to a writer that needs a file name (safetensors, a tokenizer's ``save``). A failure removes
-the temporary file and leaves ``path`` as it was.
+writers never share one; mode 0666 less the umask, as any new file) and renames it over ``path``.
+``atomic_path(path)`` gives that temporary path to a writer that needs a file name (safetensors, a
+tokenizer's ``save``). A failure removes the temporary file, leaves ``path`` as it was and names
+``path`` (not the temporary file) in the OSError; ``os_error_message`` says it in one line.
 
 ``open_input(path)`` opens a file tokfidelity reads, refusing, before a byte is read, what is not a
 regular file: a FIFO would block the reader forever, a device (``/dev/zero``) never end. Every input
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["NotARegularFile", "atomic_path", "atomic_write", "cache_root", "open_input", "out_folder_problem", "read_input"]
+__all__ = ["NotARegularFile", "atomic_path", "atomic_write", "cache_root", "open_input", "os_error_message", "out_folder_problem",
+           "read_input"]
 
 
 def cache_root() -> Path:
@@ -29,18 +31,54 @@ def cache_root() -> Path:
     return Path(os.environ.get("TOKFIDELITY_CACHE_DIR") or Path.home() / ".cache" / "tokfidelity")
 
 
+def _create_temporary(path: Path) -> Path:
+    """A new, empty file beside ``path`` under a unique name, with the mode any new file gets here
+    (0666 less the umask, as ``open`` gives: not mkstemp's 0600, so a record or report is as readable
+    as the user's umask says)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:  # another writer drew the same name: draw again
+            continue
+        except OSError as e:  # named after the file meant, not its temporary name
+            raise OSError(e.errno, e.strerror, str(path)) from None
+        return tmp
+    raise FileExistsError(f"{path.parent}: no free temporary name for {path.name} after 100 tries")
+
+
 @contextmanager
 def atomic_path(path: os.PathLike | str) -> Iterator[Path]:
     """A fresh temporary path beside ``path``; renamed over ``path`` when the block ends without error."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp = _create_temporary(path)
     try:
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except OSError as e:  # a full disk, a read-only folder...: named after the file meant, not its temporary name
+        tmp.unlink(missing_ok=True)
+        if e.filename in (None, str(tmp), tmp) and e.errno is not None:  # a write to the temporary file names none
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for a failed file operation: the file, what the system said, and what to do next."""
+    where = e.filename2 if e.filename2 is not None else e.filename
+    code = errno.errorcode.get(e.errno, "") if e.errno is not None else ""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        advice = "the disk, a quota or the file-size limit is full: free space (or raise the limit) and run the same command again"
+    elif e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        advice = "it is not writable here: make it writable, or give another folder"
+    elif e.errno == errno.ENOTDIR:
+        advice = "a part of that path is a file, not a folder: give another path"
+    else:
+        advice = "check the path and run the same command again"
+    what = f"{e.strerror or e}" + (f" [{code}]" if code else "")
+    return f"{where}: {what}; {advice}" if where is not None else f"{what}; {advice}"
 
 
 def atomic_write(path: os.PathLike | str, data: str | bytes, *, mkdir: bool = False) -> Path:

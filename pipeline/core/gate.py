@@ -230,6 +230,8 @@ def read_record(state_dir: str | os.PathLike | None, dataset: str) -> dict[str, 
         return None
     except (OSError, ValueError) as e:
         return {"status": "unreadable", "reason": f"{path}: {e}"}
+    except RecursionError:  # JSON nested deeper than the parser goes: never a record this code wrote
+        return {"status": "unreadable", "reason": f"{path}: nested too deeply to be a gate record"}
     return record if isinstance(record, dict) else {"status": "unreadable", "reason": f"{path}: not a JSON object"}
 
 

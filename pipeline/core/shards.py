@@ -99,6 +99,9 @@ def read_shard_records(state_dir: str | os.PathLike, dataset: str) -> list[Shard
         except (OSError, ValueError) as e:
             out.append(ShardRecord(path, {}, f"{path}: unreadable ({e})"))
             continue
+        except RecursionError:  # JSON nested deeper than the parser goes: never a record this code wrote
+            out.append(ShardRecord(path, {}, f"{path}: unreadable (nested too deeply to be a shard record)"))
+            continue
         if not isinstance(record, dict):
             out.append(ShardRecord(path, {}, f"{path}: not a JSON object"))
             continue

@@ -1,50 +1,109 @@
 """The data a gated GPU stage (hidden-states, train) runs on: ``tokfidelity build`` output, made with the
-tokenizer whose gate is open. Both stages apply this one rule."""
+tokenizer whose gate is open, and byte for byte the files that build wrote (export.json pins each
+one's sha256 and rows, so another build's export.json beside this train.jsonl is refused). Both
+stages apply this one rule."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from ..core.tokenizer import Tokenizer
+from .export import EXPORT_META_FILE as EXPORT_META
+from .export import TRAIN_FILE
 
-__all__ = ["data_paths", "check_built_with", "gated_build", "EXPORT_META"]
+__all__ = ["data_paths", "check_built_with", "gated_build", "file_pin", "EXPORT_META", "TRAIN_FILE"]
 
-EXPORT_META = "export.json"
 
 
 def data_paths(data: os.PathLike | str) -> tuple[Path, Path]:
     """(train.jsonl, the build folder) from ``--data`` (the folder or the file); ValueError when missing."""
     data = Path(data)
-    train = data / "train.jsonl" if data.is_dir() else data
+    train = data / TRAIN_FILE if data.is_dir() else data
     if not train.is_file():
         raise ValueError(f"{train} does not exist: run `tokfidelity build --in ... --out {data}` first")
     return train, train.parent
 
 
-def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str) -> None:
-    """The records must come from the tokenizer the gate of ``dataset`` verified; ValueError otherwise."""
-    meta_path = build_dir / EXPORT_META
+def file_pin(path: Path) -> dict[str, Any]:
+    """``{"sha256", "rows", "bytes"}`` of a file in one read: what ``tokfidelity build`` pins in export.json."""
+    digest, rows, size = hashlib.sha256(), 0, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            rows += chunk.count(b"\n")
+            size += len(chunk)
+    return {"sha256": digest.hexdigest(), "rows": rows, "bytes": size}
+
+
+def _read_meta(meta_path: Path) -> dict[str, Any]:
     if not meta_path.is_file():
         raise ValueError(f"{meta_path} is missing: only `tokfidelity build` output can be used (it records the tokenizer)")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except ValueError as e:  # not JSON, or not UTF-8
+    except OSError as e:
+        raise ValueError(f"{meta_path}: cannot be read ({e.strerror or e})") from None
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
         raise ValueError(f"{meta_path}: not valid JSON ({e}); run `tokfidelity build` again") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{meta_path}: expected a JSON object; run `tokfidelity build` again")
+    return meta
+
+
+def _verify_files(build_dir: Path, meta_path: Path, files: Any) -> list[str]:
+    """Hash every file export.json pins, once each; ValueError naming the first that differs."""
+    rebuild = f"run `tokfidelity build --in ... --out {build_dir}` again"
+    if not isinstance(files, dict) or TRAIN_FILE not in files:
+        raise ValueError(f"{meta_path}: field 'files' (the sha256 and rows of each file the build wrote) is missing "
+                         f"(an older `tokfidelity build`, or not its output); {rebuild}")
+    verified = []
+    for name, pin in sorted(files.items()):
+        if not (isinstance(pin, dict) and isinstance(pin.get("sha256"), str) and type(pin.get("rows")) is int):
+            raise ValueError(f"{meta_path}: field 'files.{name}': expected {{\"sha256\", \"rows\"}}; {rebuild}")
+        if name in ("", ".", "..") or Path(name).name != name:
+            raise ValueError(f"{meta_path}: field 'files': {name!r} is not a file name of the build folder; {rebuild}")
+        path = build_dir / name
+        if not path.is_file():
+            raise ValueError(f"{path} is missing or not a regular file, but {meta_path} pins it; {rebuild}")
+        try:
+            actual = file_pin(path)
+        except OSError as e:
+            raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from None
+        if actual["sha256"] != pin["sha256"] or actual["rows"] != pin["rows"]:
+            raise ValueError(
+                f"{path} is not the file this build wrote: it has {actual['rows']} rows, sha256 {actual['sha256'][:12]}; "
+                f"{meta_path} pins {pin['rows']} rows, sha256 {pin['sha256'][:12]} (edited, replaced, or another "
+                f"build's export.json beside it); {rebuild}"
+            )
+        verified.append(f"{name} ({actual['rows']} rows, sha256 {actual['sha256'][:12]})")
+    return verified
+
+
+def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str) -> str:
+    """The records must come from the tokenizer the gate of ``dataset`` verified, and every file of the
+    build folder must be the one ``tokfidelity build`` wrote (sha256 and rows pinned in export.json):
+    ValueError naming the file otherwise. Returns what was verified (each file hashed once), to print."""
+    meta_path = build_dir / EXPORT_META
+    meta = _read_meta(meta_path)
     if meta.get("tokenizer_fingerprint") != gated.fingerprint:
         raise ValueError(
             f"{build_dir} was built with tokenizer {meta.get('tokenizer')!r} ({str(meta.get('tokenizer_fingerprint'))[:12]}), "
             f"but the gate of {dataset} verified {gated.name!r} ({gated.fingerprint[:12]}): rebuild with the verified tokenizer"
         )
+    verified = _verify_files(build_dir, meta_path, meta.get("files"))
+    return f"verified {', '.join(verified)} against {meta_path} (each file hashed once)"
 
 
-def gated_build(data: os.PathLike | str, tokenizer_spec: str, dataset: str) -> tuple[Path, Path]:
-    """(train.jsonl, build folder) of ``--data``, checked against the gated tokenizer; ValueError naming the problem."""
+def gated_build(data: os.PathLike | str, tokenizer_spec: str, dataset: str) -> tuple[Path, Path, str]:
+    """(train.jsonl, build folder, what was verified) of ``--data``, checked against the gated tokenizer and
+    the file pins of export.json; ValueError naming the problem."""
     from ..core.tokenizer import load_tokenizer
 
     train, build_dir = data_paths(data)
-    check_built_with(build_dir, load_tokenizer(tokenizer_spec), dataset)
-    return train, build_dir
+    if train.name != TRAIN_FILE:
+        raise ValueError(f"--data {data}: expected a `tokfidelity build` --out folder or the {TRAIN_FILE} in it")
+    note = check_built_with(build_dir, load_tokenizer(tokenizer_spec), dataset)
+    return train, build_dir, note

@@ -10,7 +10,8 @@
   offline EAGLE-3 data and vllm-project/speculators' EAGLE-3 data carry (their hidden-state files add
   ``hidden_state``/``hidden_states`` next to them: ``tokfidelity hidden-states`` writes those), without
   re-tokenising any text.
-* ``OUT/export.json``: profile, tokenizer and its fingerprint, the input folder, counts.
+* ``OUT/export.json``: profile, tokenizer and its fingerprint, the input folder, counts, and ``files``: the
+  sha256, rows and bytes of every file the build wrote (gated stages check them: ``built_data``).
 
 Inputs: a golden dataset folder (``manifest.json`` + ``samples.jsonl``: output ids as the engine
 captured them; where ``prompt_ids`` are recorded, our rendering must equal them or the build fails with
@@ -22,6 +23,7 @@ records whose check is not ``ok`` are left out and counted, never used).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -261,22 +263,29 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
     result.records.append(record)
 
 
-def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Write one JSON line per row; the file's pin ``{"sha256", "rows", "bytes"}``, hashed as it is written."""
+    digest, size = hashlib.sha256(), 0
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
         for row in rows:
-            f.write(json.dumps(row, separators=(",", ":")) + "\n")
+            line = (json.dumps(row, separators=(",", ":")) + "\n").encode("utf-8")
+            digest.update(line)
+            size += len(line)
+            f.write(line)
+    return {"sha256": digest.hexdigest(), "rows": len(rows), "bytes": size}
 
 
 def write_export(out_dir: os.PathLike | str, records: Sequence[dict[str, Any]], meta: dict[str, Any],
                  left_out: Sequence[dict[str, Any]] = ()) -> Path:
-    """Write train.jsonl, left_out.jsonl and export.json, each atomically (a re-run replaces them whole)."""
+    """Write train.jsonl, left_out.jsonl and export.json, each atomically (a re-run replaces them whole).
+    export.json, written last, pins the others (``files``: name -> sha256, rows, bytes): gated stages
+    run only on the very files this build wrote (``pipeline.stages.built_data``)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train = out_dir / TRAIN_FILE
-    _write_jsonl(train, records)
-    _write_jsonl(out_dir / LEFT_OUT_FILE, left_out)
+    files = {TRAIN_FILE: _write_jsonl(train, records), LEFT_OUT_FILE: _write_jsonl(out_dir / LEFT_OUT_FILE, left_out)}
     meta_path = out_dir / EXPORT_META_FILE
-    atomic_write(meta_path, json.dumps(meta, indent=2) + "\n")
+    atomic_write(meta_path, json.dumps({**meta, "files": files}, indent=2) + "\n")
     return train
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.files import atomic_write, read_input
+from ..core.files import atomic_write, os_error_message, read_input
 from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from .engine_check import compare_engine_ids, hidden_reasoning_tokens, prompt_render_result
 from .engine_ids import EngineIdsError, returned_ids
@@ -239,16 +239,21 @@ class JsonlAppender:
         self.path = Path(path)
         self.fsync = fsync
         self.mask = mask  # the last guard: no line holds the API key, however it got into the record
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
 
     def write(self, record: Mapping[str, Any]) -> None:
         try:
             data = memoryview(self.mask.text(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
         except UnicodeEncodeError:  # a lone surrogate ("\ud800" in a prompt or an answer): kept escaped
             data = memoryview(self.mask.text(json.dumps(record, separators=(",", ":")) + "\n").encode())
-        while data:  # a regular file takes it in one call; loop only for the pathological case
-            n = os.write(self._fd, data)
-            data = data[n:]
+        start = os.fstat(self._fd).st_size  # one writer per folder (folder_lock): the line starts here
+        try:
+            while data:  # a regular file takes it in one call; loop only for the pathological case
+                n = os.write(self._fd, data)
+                data = data[n:]
+        except OSError as e:  # a full disk: the part written is cut, so every line stays whole
+            os.ftruncate(self._fd, start)
+            raise OSError(e.errno, e.strerror, str(self.path)) from None
         if self.fsync:
             os.fsync(self._fd)
 
@@ -336,6 +341,7 @@ class RunResult:
     totals: Totals  # whole file
     run_totals: Totals  # this run
     stopped_early: str | None = None
+    interrupted: bool = False  # Ctrl-C (SIGINT): the requests in flight were dropped, every written record kept
 
 
 def run_generation(
@@ -372,7 +378,13 @@ def run_generation(
                         continue
                     record = check_record(prompt, answer.body, job.profile, job.tokenizer, judge)
                     record["attempts"] = answer.attempts
-                    writer.write(record)
+                    try:
+                        writer.write(record)
+                    except OSError as e:  # a full disk: stop asking, keep what is written
+                        result.stopped_early = result.stopped_early or (
+                            f"cannot write {os_error_message(e)}; every record written before is whole and kept, and "
+                            f"{prompt.id!r} and the samples not yet asked are asked by the next run")
+                        return
                     result.finished += 1
                     totals.add(record)
                     result.run_totals.add(record)
@@ -383,6 +395,9 @@ def run_generation(
 
     try:
         asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C: asyncio cancelled the requests in flight; no record is half-written
+        result.interrupted = True
+        result.stopped_early = "interrupted (Ctrl-C): the requests in flight were dropped; run the same command again for the rest"
     finally:
         writer.close()
     return result
