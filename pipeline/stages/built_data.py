@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.files import open_input, read_input
 from ..core.tokenizer import Tokenizer
 from .export import EXPORT_META_FILE as EXPORT_META
 from .export import TRAIN_FILE
@@ -31,7 +32,7 @@ def data_paths(data: os.PathLike | str) -> tuple[Path, Path]:
 def file_pin(path: Path) -> dict[str, Any]:
     """``{"sha256", "rows", "bytes"}`` of a file in one read: what ``tokfidelity build`` pins in export.json."""
     digest, rows, size = hashlib.sha256(), 0, 0
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
             rows += chunk.count(b"\n")
@@ -43,7 +44,7 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
     if not meta_path.is_file():
         raise ValueError(f"{meta_path} is missing: only `tokfidelity build` output can be used (it records the tokenizer)")
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_input(meta_path).decode("utf-8"))
     except OSError as e:
         raise ValueError(f"{meta_path}: cannot be read ({e.strerror or e})") from None
     except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
