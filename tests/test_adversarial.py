@@ -113,7 +113,7 @@ def test_edit_made_and_undone_between_runs_is_judged_again(tmp_path):
     lambda r: r["counts"].update(samples=40, exact=40),
     lambda r: r["counts"].update(exact=-1),
     lambda r: r.update(profile="kimi-k2"),
-    lambda r: r.update(view="vllm-spaces"),
+    lambda r: r.update(view="vllm"),
     lambda r: r.update(tokenizer_fingerprint="0" * 64),
     lambda r: r.update(format=99),
     lambda r: r.update(golden_files={}),

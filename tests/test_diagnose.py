@@ -51,6 +51,10 @@ def test_class_names_are_the_documented_ones():
         "tool-args-json",
         "tool-call-id",
         "dropped-text",
+        "special-text-deleted",
+        "think-not-closed",
+        "cut-in-markup",
+        "finish-rewritten",
         "truncated-utf8",
         "invalid-utf8",
         "other",
@@ -369,3 +373,31 @@ def test_empty_sides(kimi, profile):
     assert "reconstructed[0:1]" in d.render()
     assert diagnose([stop], [], kimi, profile=profile).classes == ["stop-token"]
     assert diagnose([], [stop], kimi, profile=profile, finish_reason="length").classes == ["stop-token"]
+
+
+def test_engine_losses_have_their_own_classes(kimi, profile):
+    """Losses vLLM's chat endpoint makes (issue 21), each built as the engine returns it, each named."""
+    from pipeline.core.reconstruct import reconstruct_output_ids
+    from pipeline.core.views import api_view
+
+    def classes(ids, finish):
+        response = api_view(ids, finish, profile, kimi, "vllm")
+        rebuilt = reconstruct_output_ids(response, profile, kimi)
+        return diagnose(ids, rebuilt, kimi, profile=profile, finish_reason=finish,
+                        response_finish_reason=response["finish_reason"]).classes
+
+    literal = kimi.encode_ordinary("r") + [profile.ids["think_end"]] + kimi.encode_ordinary("Write <|im_end|> last.")
+    assert classes(literal + [profile.stop_id], "stop") == ["special-text-deleted"]
+    call = turn(kimi, profile, "r", "c")[:-1] + [profile.ids["tool_calls_begin"], profile.ids["tool_call_begin"]]
+    call += kimi.encode_ordinary("functions.get:0") + [profile.ids["tool_call_argument_begin"]]
+    call += kimi.encode_ordinary('{"q": 1}') + [profile.ids["tool_call_end"]]
+    assert set(classes(call, "length")) == {"finish-rewritten"}  # a cut before the section's end, sent as tool_calls
+    # The same cut through SGLang: finish stays "length", the closing marker is a guess.
+    response = api_view(call, "length", profile, kimi, "sglang")
+    rebuilt = reconstruct_output_ids(response, profile, kimi)
+    assert diagnose(call, rebuilt, kimi, profile=profile, finish_reason="length").classes == ["cut-in-markup"]
+    # Reasoning straight into the tool calls, no </think>: the reconstruction writes one.
+    straight = kimi.encode_ordinary("Reasoning then tools") + call[call.index(profile.ids["tool_calls_begin"]):]
+    straight += [profile.ids["tool_calls_end"], profile.stop_id]
+    rebuilt = reconstruct_output_ids(api_view(straight, "stop", profile, kimi), profile, kimi)
+    assert diagnose(straight, rebuilt, kimi, profile=profile).classes == ["think-not-closed"]

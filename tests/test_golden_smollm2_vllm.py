@@ -52,3 +52,22 @@ def test_reviewed_figures_hold():
     by_class = Counter(c for v in verdicts for c in v.classes)
     assert by_class == {"non-canonical-split": 7, "truncated-utf8": 3, "invalid-utf8": 1}
     assert (len(verdicts) - 61) / len(verdicts) <= m.max_known_divergence_rate
+
+
+def test_vllm_view_is_the_servers_text():
+    """The ``vllm`` view of chatml gives exactly the text the real vLLM 0.32.0 server returned, on every
+    response; the ``sglang`` view does not (it sends U+FFFD where vLLM holds a cut character back)."""
+    from pipeline.core.views import api_view
+
+    m = load_manifest(DATASET)
+    tokenizer = load_tokenizer(m.tokenizer)
+    profile = bind_profile("chatml", tokenizer)
+    samples = list(read_samples(DATASET))
+    differ = {"vllm": [], "sglang": []}
+    for s in samples:
+        for view in differ:
+            got = api_view(s.output_ids, s.finish_reason, profile, tokenizer, view)
+            if ((got["content"] or ""), got["finish_reason"]) != (s.response["content"] or "", s.response["finish_reason"]):
+                differ[view].append(s.id)
+    assert len(samples) == 72 and differ["vllm"] == []
+    assert len(differ["sglang"]) >= 3, differ["sglang"]

@@ -69,7 +69,7 @@ def _check_same(ids, profile, tokenizer, views=None):
         outcome = _outcome(view_turn_and_bytes, ids, "stop", profile, tokenizer, view)
         if outcome[0] == "ok":  # the bytes handed to a diagnosis: all the ids', where the view decoded them whole
             data = outcome[1][1]
-            assert data == (None if view == "vllm-spaces" else tokenizer.decode_bytes(ids))
+            assert data == (None if view == "vllm" else tokenizer.decode_bytes(ids))
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +129,8 @@ def test_view_turn_refuses_views_as_api_view_does(kimi, profile, families):
     for view in ("openai", "vllm"):
         assert _outcome(view_turn, ids, "stop", profile, kimi, view) == _outcome(_long_way, ids, "stop", profile, kimi, view)
     tokenizer, qwen = families["qwen3"]
-    with pytest.raises(ViewError, match="has no api view 'vllm-spaces'"):
-        view_turn(tokenizer.encode("a<|im_end|>"), "stop", qwen, tokenizer, "vllm-spaces")
+    with pytest.raises(ViewError, match="has no api view 'sglang-legacy'; its views: sglang, vllm"):
+        view_turn(tokenizer.encode("a<|im_end|>"), "stop", qwen, tokenizer, "sglang-legacy")
     assert _outcome(view_turn, ids, "nonsense", profile, kimi, "sglang")[:2] == ("error", "ResponseError")
 
 

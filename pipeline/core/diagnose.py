@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import functools
+import re
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -50,6 +52,10 @@ WHITESPACE = "whitespace"
 TOOL_ARGS_JSON = "tool-args-json"
 TOOL_CALL_ID_CLASS = "tool-call-id"
 DROPPED_TEXT = "dropped-text"
+SPECIAL_TEXT_DELETED = "special-text-deleted"
+THINK_NOT_CLOSED = "think-not-closed"
+CUT_IN_MARKUP = "cut-in-markup"
+FINISH_REWRITTEN = "finish-rewritten"
 TRUNCATED_UTF8 = "truncated-utf8"
 INVALID_UTF8 = "invalid-utf8"
 OTHER = "other"
@@ -64,6 +70,10 @@ CLASSES = (
     TOOL_ARGS_JSON,
     TOOL_CALL_ID_CLASS,
     DROPPED_TEXT,
+    SPECIAL_TEXT_DELETED,
+    THINK_NOT_CLOSED,
+    CUT_IN_MARKUP,
+    FINISH_REWRITTEN,
     TRUNCATED_UTF8,
     INVALID_UTF8,
     OTHER,
@@ -103,10 +113,25 @@ ADVICE = {
     "from the engine (return_token_ids)",
     TOOL_CALL_ID_CLASS: "a tool-call id differs: the API rebuilt the id (e.g. functions.NAME:INDEX with a per-turn "
     "index instead of the conversation-wide counter); reconstruct the id the way the model wrote it",
-    DROPPED_TEXT: "text outside the tool-call blocks (between or after calls), or a call cut off at the length "
-    "limit, is missing from the response: the server's tool-call parser drops it (sglang's qwen25, deepseekv3 and "
-    "kimi_k2 detectors keep only the content before the first call and the complete calls); the text is lost: "
-    "take ids from the engine",
+    DROPPED_TEXT: "text outside the tool-call blocks (between or after calls), a call cut off at the length "
+    "limit, or a whole call its parser cannot read is missing from the response: the server's tool-call parser "
+    "drops it (sglang's qwen25, deepseekv3 and kimi_k2 detectors keep only the content before the first call and "
+    "the complete calls; vLLM's deepseek_v3 regex does not cross lines, so a call with multi-line arguments is "
+    "lost); the text is lost: take ids from the engine",
+    SPECIAL_TEXT_DELETED: "the model wrote the text of a special token (<|im_end|>, </think>, [EOS], ...) as "
+    "ordinary text and the server deleted it: vLLM's parser engine deletes the literal text of every special token "
+    "of the tokenizer class that is not one of its markers, and a </think> after the reasoning; the text is lost: "
+    "take ids from the engine (return_token_ids)",
+    THINK_NOT_CLOSED: "the model never wrote </think> (it went from its reasoning straight to the tool calls, or "
+    "the text after a missing </think> became content) and the response cannot say so: the reconstruction writes the "
+    "</think> a reasoning field implies; take ids from the engine",
+    CUT_IN_MARKUP: "the output was cut at the length limit inside tool-call markup and the response cannot say "
+    "which closing markers the model had written: the reconstruction closes the section the model left open; drop "
+    "the cut sample's last call, or take ids from the engine",
+    FINISH_REWRITTEN: "the engine stopped at the length limit but the response's finish_reason is not `length` "
+    "(vLLM sends `tool_calls` whenever it parsed a call, also from a cut output): the cut is hidden, so the "
+    "reconstruction closes what the model never closed; take ids from the engine, or treat responses whose "
+    "completion_tokens reach max_tokens as cut",
     TRUNCATED_UTF8: "the output was cut at the length limit inside a UTF-8 character; the API text ends in U+FFFD "
     "and cannot give back the bytes: drop the partial character's tokens or capture ids from the engine",
     INVALID_UTF8: "the model emitted partial UTF-8 bytes inside the text; they decode to U+FFFD and the bytes are "
@@ -593,12 +618,17 @@ class _Context:
             self.real_stops = frozenset()
         self.layout = split_output(golden, profile) if profile is not None else None
         self._cut_calls: list[int] | None = None  # dropped_by_parser's, once
+        self._whole_calls: list[tuple[int, int]] = []  # (head start, arguments end) of every call, with _cut_calls
         self._cores: tuple[list[int], list[int], bool] | None = None  # inside_arguments', once
         ends_with_stop = bool(golden) and golden[-1] in self.stop_ids
         if finish_reason is not None:
             self.cut_at_length = finish_reason == "length"
         else:
             self.cut_at_length = not ends_with_stop
+        self.think_end = profile.ids.get("think_end") if profile is not None else None
+        self.call_markers = frozenset(
+            profile.ids[r] for r in ("tool_call_begin", "tool_call_end", "tool_call_argument_begin") if profile and r in profile.ids
+        )
         # Where the golden text ends: before a final stop/special token.
         self.golden_text_end = len(golden) - 1 if golden and golden[-1] in self.specials else len(golden)
 
@@ -637,6 +667,12 @@ class _Context:
             )
             if spelled:
                 return MARKER_TEXT
+            if self.think_not_closed(only_r):
+                return THINK_NOT_CLOSED
+            if only_r and self.literal_marker_starts:
+                return MARKER_TEXT  # a parser took marker text the model wrote for the marker itself
+            if gs == ge and self.layout is not None and self.layout.tool_calls and set(only_r) & self.call_markers:
+                return TOOL_CALL_ID_CLASS  # whole calls realigned: a rebuilt id shifted where the calls match
             if len(G) == len(R):
                 return SPECIAL_TOKEN_ID
         if gb == rb:  # a hunk that involves a marker or special id is never a harmless re-split
@@ -653,9 +689,13 @@ class _Context:
             return INVALID_UTF8
         if self.rbytes.invalid_byte_ranges(rs, re):
             return INVALID_UTF8
+        if self.special_text_deleted(gb, rb):
+            return SPECIAL_TEXT_DELETED
         regions = self.regions(gs, ge)
         r_text_bytes = b"".join(self.tokenizer.token_bytes(t) for t in R if t not in specials)
-        if gb.strip() and not r_text_bytes.strip() and self.dropped_by_parser(gs, ge, regions):
+        if gb.strip() and not r_text_bytes.strip() and (
+            self.dropped_by_parser(gs, ge, regions) or any(i < ge for i in self.literal_marker_starts)
+        ):
             return DROPPED_TEXT
         if TOOL_CALL_ID in regions:
             return TOOL_CALL_ID_CLASS
@@ -667,19 +707,60 @@ class _Context:
             return TOOL_ARGS_JSON if self.inside_arguments(gs, ge, gb, rb) else WHITESPACE
         if TOOL_ARGUMENTS in regions:
             return TOOL_ARGS_JSON
+        if any(i <= ge for i in self.literal_marker_starts):
+            return MARKER_TEXT  # text moved across a split a parser made at marker text the model wrote
         return OTHER
 
+    def think_not_closed(self, only_r) -> bool:
+        """Whether the reconstruction's only extra special is the think-end marker of a golden output
+        that never wrote one (reasoning cut, or left for the tool calls straight away)."""
+        end = self.think_end
+        return end is not None and set(only_r) == {end} and end not in self.golden
+
+    @functools.cached_property
+    def literal_marker_starts(self) -> list[int]:
+        """Where the golden output spells a special token's text in ordinary tokens (token indices):
+        a server's text parser takes it for the marker, and what follows it is parsed as such."""
+        pattern = _special_text_pattern(self.tokenizer)
+        if pattern is None:
+            return []
+        pieces, firsts, at = [], [], 0
+        for t in self.golden:
+            data = b"\0" if t in self.specials else self.tokenizer.token_bytes(t)  # a real marker spells nothing
+            pieces.append(data)
+            firsts.append(at)
+            at += len(data)
+        return [bisect_left(firsts, m.start() + 1) - 1 for m in pattern.finditer(b"".join(pieces))]
+
+    def special_text_deleted(self, gb: bytes, rb: bytes) -> bool:
+        """Whether the golden text is the reconstruction's plus the literal text of special tokens
+        (whitespace aside): a server deleted marker text the model wrote as ordinary text."""
+        pattern = _special_text_pattern(self.tokenizer)
+        if pattern is None or not pattern.search(gb):
+            return False
+        left = pattern.sub(b"", gb)
+        return left == rb or _strip_ws(left.decode("utf-8", "replace")) == _strip_ws(rb.decode("utf-8", "replace"))
+
     def dropped_by_parser(self, start: int, end: int, regions: set[str]) -> bool:
-        """Whether golden[start:end] holds text between or after tool calls, or the start of a call that
-        never closed (cut at the length limit): what tool-call parsers leave out of a response."""
+        """Whether golden[start:end] holds text between or after tool calls, the start of a call that
+        never closed (cut at the length limit), or a whole call: what tool-call parsers leave out of a
+        response (a whole call: one its regex cannot read, as vLLM's deepseek_v3 a multi-line one)."""
         if BETWEEN in regions:
             return True
         if self.layout is None:
             return False
         if self._cut_calls is None:  # where each call that never closed starts, in order (once per diagnosis)
             self._cut_calls = sorted(call.id.start for call in self.layout.tool_calls if not call.complete)
+            self._whole_calls = sorted((call.id.start, call.arguments.end) for call in self.layout.tool_calls)
         after = bisect_right(self._cut_calls, start)  # the first cut call starting after ``start``
-        return after < len(self._cut_calls) and self._cut_calls[after] <= end
+        if after < len(self._cut_calls) and self._cut_calls[after] <= end:
+            return True
+        i = bisect_left(self._whole_calls, (start,))  # a whole call inside golden[start:end]
+        while i < len(self._whole_calls) and self._whole_calls[i][0] <= end:
+            if self._whole_calls[i][1] <= end:
+                return True
+            i += 1
+        return False
 
     def inside_arguments(self, start: int, end: int, gb: bytes, rb: bytes) -> bool:
         """Whether the bytes that differ in golden[start:end] (gb, against the reconstruction's rb; an
@@ -720,6 +801,18 @@ class _Context:
                 starts.append(core0)
                 ends.append(core1)
         return starts, ends, all(e <= s for e, s in zip(ends, starts[1:]))
+
+
+_SPECIAL_PATTERNS: dict[int, tuple[object, object]] = {}
+
+
+def _special_text_pattern(tokenizer: Tokenizer):
+    """A bytes regex matching the text of any special token of the tokenizer (made once per tokenizer)."""
+    cached = _SPECIAL_PATTERNS.get(id(tokenizer))
+    if cached is None or cached[0] is not tokenizer:
+        texts = sorted((t.encode("utf-8") for t in tokenizer.special_tokens if t), key=len, reverse=True)
+        cached = _SPECIAL_PATTERNS[id(tokenizer)] = (tokenizer, re.compile(b"|".join(map(re.escape, texts))) if texts else None)
+    return cached[1]
 
 
 def _split_stop(block, ctx: _Context):
@@ -791,13 +884,16 @@ def diagnose(
     profile: Profile | None = None,
     finish_reason: str | None = None,
     golden_bytes: bytes | None = None,
+    response_finish_reason: str | None = None,
 ) -> Diagnosis:
     """Every divergent hunk between golden and reconstructed ids, classified, with a report.
 
     ``profile`` gives regions (tool-call ids and arguments) and the stop id; ``finish_reason``
     ("stop" | "length" | "tool_calls") says whether the golden output was cut at the length limit
     (when None: cut if it does not end with a stop token). ``golden_bytes``: ``tokenizer.decode_bytes(golden_ids)``
-    when the caller has it already (the judge's view decoded them)."""
+    when the caller has it already (the judge's view decoded them). ``response_finish_reason``: the
+    response's own, when known: a cut output whose response says otherwise gets ``finish-rewritten``
+    for what the reconstruction added at the end."""
     golden = list(golden_ids)
     recon = list(reconstructed_ids)
     token_text = tokenizer.token_text
@@ -812,8 +908,15 @@ def diagnose(
     if blocks:
         blocks = blocks[:-1] + _split_stop(blocks[-1], ctx)
     hunks = []
+    rewritten = ctx.cut_at_length and response_finish_reason not in (None, "length")
     for gs, ge, rs, re in blocks:
-        if ge == len(golden) and re == len(recon) and ge - gs + re - rs == 1:
+        added = recon[rs:re]
+        if ctx.cut_at_length and gs == ge == len(golden) and added and all(t in ctx.specials for t in added) and (
+            rewritten or any(t not in ctx.stop_ids for t in added)
+        ):
+            # closing markers (and a stop) the model never wrote: the cut is hidden, or they are guessed
+            cls = FINISH_REWRITTEN if rewritten else CUT_IN_MARKUP
+        elif ge == len(golden) and re == len(recon) and ge - gs + re - rs == 1:
             is_stop = (golden[gs:ge] or recon[rs:re])[0] in ctx.stop_ids
             cls = STOP_TOKEN if is_stop else ctx.classify(gs, ge, rs, re)
         else:

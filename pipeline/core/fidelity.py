@@ -150,13 +150,15 @@ class Judge:
         if rebuilt is None:  # the reconstruction is the golden ids
             return Verdict(sample.id, sample.line, EXACT, len(golden))
         self._differed += 1
-        return self._diagnosed(sample, golden, rebuilt, golden_bytes)
+        return self._diagnosed(sample, golden, rebuilt, golden_bytes, response.finish_reason)
 
     def _diagnosed(
-        self, sample: GoldenSample, golden: Sequence[int], rebuilt: Sequence[int], golden_bytes: bytes | None = None
+        self, sample: GoldenSample, golden: Sequence[int], rebuilt: Sequence[int], golden_bytes: bytes | None = None,
+        response_finish: str | None = None,
     ) -> Verdict:
         diagnosis = diagnose(
-            golden, rebuilt, self.tokenizer, profile=self.profile, finish_reason=sample.finish_reason, golden_bytes=golden_bytes
+            golden, rebuilt, self.tokenizer, profile=self.profile, finish_reason=sample.finish_reason,
+            golden_bytes=golden_bytes, response_finish_reason=response_finish,
         )
         by_class: dict[str, int] = {}
         for hunk in diagnosis.hunks:

@@ -52,29 +52,29 @@ class _Bound:
 
     __slots__ = ("view", "decode", "whole", "reasoning", "tools", "trimmed_stops", "assembly")
 
-    def __init__(self, profile: Profile, view: View):
+    def __init__(self, profile: Profile, view: View, tokenizer: Tokenizer):
         self.view = view
         self.assembly = view.assembly
         kept = view.decode.keeps_stops
         self.trimmed_stops = frozenset(
             i for r, i in profile.ids.items() if (r == "stop" or r.startswith("stop.")) and profile.texts[r] not in kept
         )
-        self.decode = _decoder(view, profile)
+        self.decode = _decoder(view, profile, tokenizer)
         self.whole = self.reasoning = self.tools = None
         name = view.reasoning_parser
         if name is not None and (view.engine, name) in registry.WHOLE:
-            self.whole = registry.parser_class(view.engine, "whole", name)(profile)
+            self.whole = registry.parser_class(view.engine, "whole", name)(profile, view, tokenizer)
             return
         if name is not None:
-            self.reasoning = registry.parser_class(view.engine, "reasoning", name)(profile)
+            self.reasoning = registry.parser_class(view.engine, "reasoning", name)(profile, view, tokenizer)
         if view.tool_parser is not None:
-            self.tools = registry.parser_class(view.engine, "tool", view.tool_parser)(profile)
+            self.tools = registry.parser_class(view.engine, "tool", view.tool_parser)(profile, view, tokenizer)
 
 
-def _bound(profile: Profile, name: str) -> _Bound:
+def _bound(profile: Profile, name: str, tokenizer: Tokenizer) -> _Bound:
     bound = profile.bound_views.get(name)
-    if bound is None:
-        bound = profile.bound_views[name] = _Bound(profile, get_view(profile, name))
+    if bound is None:  # a profile is bound to one tokenizer: the view is bound to it too
+        bound = profile.bound_views[name] = _Bound(profile, get_view(profile, name), tokenizer)
     return bound
 
 
@@ -110,12 +110,12 @@ def view_turn_and_bytes(
 
 def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str):
     """((reasoning or None, content, [(name, arguments, id)], finish_reason), the bytes of all the ids or None)."""
-    bound = _bound(profile, view)
+    bound = _bound(profile, view, tokenizer)
     ids = output_ids
     trim = bool(ids) and ids[-1] in bound.trimmed_stops  # the matched stop is not in the text
     text, data = bound.decode(ids, trim, tokenizer)
     if bound.whole is not None:
-        reasoning, content, calls = bound.whole(text, ids[:-1] if trim else ids)
+        reasoning, content, calls = bound.whole(text, ids)  # the engine's token ids, stop included
     else:
         reasoning, content, calls = None, text, []
         if bound.reasoning is not None:
@@ -142,16 +142,13 @@ def _assemble(assembly, reasoning, content, calls, cut: bool):
     return reasoning or None, content or assembly.empty_content, calls, finish
 
 
-def _decoder(view: View, profile: Profile) -> Callable:
+def _decoder(view: View, profile: Profile, tokenizer: Tokenizer) -> Callable:
     kind = view.decode.detokenizer
     if kind == "whole":
         return _decode
-    if kind == "spaces":
-        leading = "prompt.middle" in profile.texts or "prompt.think_begin" in profile.texts
-        return lambda ids, trim, tokenizer: (_decode_with_spaces(ids[:-1] if trim else ids, tokenizer, leading), None)
     from .engines.vllm_decode import incremental_decoder
 
-    return incremental_decoder(view.decode, profile)
+    return incremental_decoder(view.decode, tokenizer)
 
 
 def _decode(ids: Sequence[int], trim: bool, tokenizer: Tokenizer) -> tuple[str, bytes | None]:
@@ -164,21 +161,3 @@ def _decode(ids: Sequence[int], trim: bool, tokenizer: Tokenizer) -> tuple[str, 
     data = tokenizer.decode_bytes(ids)
     text = data[: len(data) - len(tokenizer.decode_bytes(ids[-1:]))] if trim else data
     return text.decode("utf-8", errors="replace"), data
-
-
-def _decode_with_spaces(ids: Sequence[int], tokenizer: Tokenizer, leading_space: bool) -> str:
-    """``spaces_between_special_tokens`` everywhere: runs of ordinary tokens and each special token
-    are separate pieces, joined with single spaces."""
-    special = tokenizer.special_ids
-    pieces: list[str] = []
-    run_start = 0
-    for i, token in enumerate(ids):
-        if token in special:
-            if run_start < i:
-                pieces.append(tokenizer.decode(ids[run_start:i]))
-            pieces.append(tokenizer.token_text(token))
-            run_start = i + 1
-    if run_start < len(ids):
-        pieces.append(tokenizer.decode(ids[run_start:]))
-    text = " ".join(pieces)
-    return " " + text if leading_space and text else text

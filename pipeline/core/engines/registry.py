@@ -3,7 +3,8 @@
 As in the engines themselves (vLLM's ``ReasoningParserManager`` / ``ToolParserManager``, SGLang's
 reasoning-parser and function-call-parser maps), a name maps to the code that parses; the code is
 imported only when a view uses it. Each entry is ``"module:Class"`` under ``pipeline.core.engines``;
-the class is built once per bound profile (``Class(profile)``) and called per sample:
+the class is built once per bound profile and view (``Class(profile, view, tokenizer)``) and called per
+sample:
 
 * a reasoning parser: ``parser(text) -> (reasoning or None, rest)``;
 * a tool-call parser: ``parser(text) -> (content, [(name, arguments, id or None)])``;
@@ -40,6 +41,7 @@ TOOLS: dict[str, dict[str, str]] = {
         "kimi_k2": "vllm_kimi:KimiK2Tools",
         "hermes": "vllm_qwen:HermesTools",
         "deepseek_v3": "vllm_deepseek:DeepSeekV3Tools",
+        "openai": "vllm_harmony:HarmonyParser",  # only ever composed with openai_gptoss (WHOLE)
     },
 }
 # (engine, reasoning parser name) -> a whole-output parser the engine uses instead of composing two.

@@ -21,7 +21,7 @@ __all__ = ["DeepSeekV3Tools"]
 class DeepSeekV3Tools:
     __slots__ = ("bot", "find_calls", "detail")
 
-    def __init__(self, profile):
+    def __init__(self, profile, view=None, tokenizer=None):
         t = profile.texts
         self.bot = t["tool_calls_begin"]
         b, e, s = re.escape(t["tool_call_begin"]), re.escape(t["tool_call_end"]), re.escape(t["tool_sep"])

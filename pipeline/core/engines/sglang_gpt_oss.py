@@ -246,7 +246,7 @@ class GptOssReasoning:
 
     __slots__ = ("texts",)
 
-    def __init__(self, profile):
+    def __init__(self, profile, view=None, tokenizer=None):
         self.texts = dict(profile.texts)
 
     def __call__(self, text: str) -> tuple[str | None, str]:
@@ -262,7 +262,7 @@ class GptOssTools:
 
     __slots__ = ("texts", "bot")
 
-    def __init__(self, profile):
+    def __init__(self, profile, view=None, tokenizer=None):
         self.texts = dict(profile.texts)
         self.bot = self.texts["start"] + "assistant" + self.texts["channel"] + "commentary"
 

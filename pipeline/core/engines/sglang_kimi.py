@@ -23,7 +23,7 @@ _TOOL_CALL_ID = re.compile(r"^(?:functions\.)?(?P<name>[\w.\-]+):(?P<index>\d+)$
 class KimiK2Reasoning:
     __slots__ = ("think_start", "think_end", "tools_begin")
 
-    def __init__(self, profile):
+    def __init__(self, profile, view=None, tokenizer=None):
         t = profile.texts
         self.think_start = t.get("prompt.think_begin", "<think>")
         self.think_end = t["think_end"]
@@ -46,7 +46,7 @@ class KimiK2Reasoning:
 class KimiK2Tools:
     __slots__ = ("tools_begin", "call_regex")
 
-    def __init__(self, profile):
+    def __init__(self, profile, view=None, tokenizer=None):
         t = profile.texts
         self.tools_begin = t["tool_calls_begin"]
         call, arg, end = (re.escape(t[r]) for r in ("tool_call_begin", "tool_call_argument_begin", "tool_call_end"))

@@ -27,7 +27,7 @@ __all__ = ["Qwen3Reasoning", "Qwen25Tools"]
 class Qwen3Reasoning:
     __slots__ = ("think_begin", "think_end", "call_begin")
 
-    def __init__(self, profile):
+    def __init__(self, profile, view=None, tokenizer=None):
         t = profile.texts
         self.think_begin, self.think_end, self.call_begin = t["think_begin"], t["think_end"], t["tool_call_begin"]
 
@@ -46,7 +46,7 @@ class Qwen3Reasoning:
 class Qwen25Tools:
     __slots__ = ("bot", "body")
 
-    def __init__(self, profile):
+    def __init__(self, profile, view=None, tokenizer=None):
         t = profile.texts
         self.bot = t["tool_call_begin"] + "\n"
         self.body = re.compile(re.escape(self.bot) + "(.*?)" + re.escape("\n" + t["tool_call_end"]), re.DOTALL)

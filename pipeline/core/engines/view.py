@@ -24,6 +24,9 @@ class Decode:
     # skipped with skip_special_tokens, spaced with spaces_between_special_tokens, and deleted from
     # the text by vLLM's parser engine when they are not the parser's own markers. None: none.
     class_special: tuple[str, ...] | None = None
+    # Or, for a class whose specials are the tokenizer's flagged ones: the added tokens it does not
+    # treat as special (Qwen3's <think>, DeepSeek's tool markers), every other special being special.
+    class_ordinary: tuple[str, ...] = ()
     # Stop tokens whose text the detokenizer keeps (SGLang keeps gpt-oss's <|call|> for its parser).
     keeps_stops: tuple[str, ...] = ()
 
@@ -79,6 +82,20 @@ def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops
     sent as null (``serving_chat``: ``reasoning_text if reasoning_text ... else None``), ``finish_reason``
     "length" after a cut, else "tool_calls" when calls were parsed."""
     return View("sglang", SGLANG_VERSION, reasoning, tool, Decode(keeps_stops=keeps_stops), Assembly(call_id=call_id))
+
+
+def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_tokens: bool = False,
+         class_special: tuple[str, ...] | None = None, class_ordinary: tuple[str, ...] = ()) -> View:
+    """vLLM 0.32.0 serving with these parsers, a request declaring tools (``tool_choice`` auto): its
+    incremental detokenizer (``skip_special_tokens`` as the parsers' ``adjust_request`` leaves it,
+    ``spaces_between_special_tokens`` on, its default), the matched stop not decoded; the message built
+    as ``chat_completion_full_generator`` builds it: empty reasoning and empty content null, a call's id
+    the parser's or ``chatcmpl-tool-<random>``, ``finish_reason`` "tool_calls" whenever calls were parsed,
+    also after a length cut."""
+    decode = Decode("incremental", skip_special_tokens, True, class_special, class_ordinary)
+    assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
+                        tool_calls_finish_over_length=True, empty_content=None)
+    return View("vllm", VLLM_VERSION, reasoning, tool, decode, assembly)
 
 
 def sglang_legacy(view: View) -> View:

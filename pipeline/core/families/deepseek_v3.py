@@ -11,10 +11,15 @@ format SGLang's ``DeepSeekV3Detector`` documents):
 
 from __future__ import annotations
 
-from ..engines.view import sglang
+from ..engines.view import sglang, vllm
 from .spec import ProfileSpec, ToolCallFormat
 
 __all__ = ["SPECS"]
+
+# The added tokens DeepSeek-V3's tokenizer class does not treat as special (tokenizer.json: "special": false).
+_ORDINARY = ("<｜fim▁hole｜>", "<｜fim▁begin｜>", "<｜fim▁end｜>", "<｜User｜>", "<｜Assistant｜>", "<｜tool▁calls▁begin｜>",
+             "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁outputs▁begin｜>",
+             "<｜tool▁outputs▁end｜>", "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>", "<｜tool▁sep｜>")
 
 
 SPECS = (
@@ -36,7 +41,9 @@ SPECS = (
             strips_content=True,
             head_end="tool_sep",
         ),
-        views={"sglang": sglang(None, "deepseekv3")},
+        # vLLM: its deepseek_v3 parser leaves skip_special_tokens on; the tool markers are not special.
+        views={"sglang": sglang(None, "deepseekv3"),
+               "vllm": vllm(None, "deepseek_v3", skip_special_tokens=True, class_ordinary=_ORDINARY)},
         description="DeepSeek-V3: content, <｜tool▁calls▁begin｜> calls with JSON code-block arguments "
         "<｜tool▁calls▁end｜>, <｜end▁of▁sentence｜>; no thinking.",
     ),

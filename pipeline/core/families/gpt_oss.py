@@ -9,7 +9,7 @@ layout: ``OwnLayout``); the `sglang` view is SGLang 0.5.23's gpt-oss parsers, re
 
 from __future__ import annotations
 
-from ..engines.view import sglang
+from ..engines.view import sglang, vllm
 from . import gpt_oss_layout
 from .spec import OwnLayout, ProfileSpec
 
@@ -36,7 +36,9 @@ SPECS = (
         markers=MARKERS,
         extra_stops=EXTRA_STOPS,
         # SGLang's detokenizer keeps <|call|> (200012) for --tool-call-parser gpt-oss
-        views={"sglang": sglang("gpt-oss", "gpt-oss", keeps_stops=("<|call|>",))},
+        # vLLM parses the ids with openai-harmony (its HarmonyParser), whatever the detokenized text.
+        views={"sglang": sglang("gpt-oss", "gpt-oss", keeps_stops=("<|call|>",)),
+               "vllm": vllm("openai_gptoss", "openai", class_ordinary=())},
         own_layout=OwnLayout(bind=gpt_oss_layout.bind, reconstruct=gpt_oss_layout.reconstruct,
                              split=gpt_oss_layout.split_harmony),
         description="gpt-oss (harmony format, openai-harmony): analysis, commentary and final messages; "

@@ -3,14 +3,20 @@ SGLang serves Kimi with ``--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`
 
 from __future__ import annotations
 
-from ..engines.view import Decode, View, sglang, sglang_legacy
+from ..engines.view import View, sglang, sglang_legacy, vllm
 from .spec import ProfileSpec, ToolCallFormat
 
+# What Kimi's tokenizer class (TikTokenTokenizer, the model repository's Python, through which both
+# engines decode) treats as special: bos/eos/unk/pad and tokenizer_config.json's additional_special_tokens.
+# </think> and the tool-call markers are not among them.
+_KIMI_CLASS_SPECIAL = ("[BOS]", "[EOS]", "[UNK]", "[PAD]", "<|im_end|>", "<|im_user|>", "<|im_assistant|>",
+                       "<|start_header_id|>", "<|end_header_id|>", "[EOT]", "<|im_system|>", "<|im_middle|>")
+_K25_CLASS_SPECIAL = _KIMI_CLASS_SPECIAL + ("<|media_begin|>", "<|media_content|>", "<|media_end|>", "<|media_pad|>")
 
-def _views(reasoning: str | None, tool: str | None) -> dict[str, View]:
+
+def _views(reasoning: str | None, tool: str | None, class_special: tuple[str, ...]) -> dict[str, View]:
     served = sglang(reasoning, tool, call_id="functions.{name}:{index}")  # serving_chat rebuilds Kimi's ids
-    spaces = View("sglang", "vllm-spaces", reasoning, tool, Decode(detokenizer="spaces"), served.assembly)
-    return {"sglang": served, "sglang-legacy": sglang_legacy(served), "vllm-spaces": spaces}
+    return {"sglang": served, "sglang-legacy": sglang_legacy(served), "vllm": vllm(reasoning, tool, class_special=class_special)}
 
 
 _KIMI_TOOL_MARKERS = {
@@ -48,7 +54,7 @@ SPECS = (
         # Kimi K2.5's tokenizer class: tools deep-sorted, declared in TypeScript (tools_ts_str), thinking on.
         tools_preprocess=("deep-sort", "kimi-typescript"),
         chat_template_kwargs={"thinking": True, "preserve_thinking": False},
-        views=_views("kimi_k2", "kimi_k2"),
+        views=_views("kimi_k2", "kimi_k2", _K25_CLASS_SPECIAL),
         description="Kimi K2.5 with thinking: the prompt ends <|im_assistant|>assistant<|im_middle|><think>, "
         "so the output is reasoning, </think>, content, tool-call section, <|im_end|>.",
         **_KIMI_COMMON,
@@ -58,7 +64,7 @@ SPECS = (
         default_tokenizer="moonshotai/Kimi-K2-Instruct",
         markers={**_KIMI_TOOL_MARKERS, "stop": "<|im_end|>"},
         prompt_markers=_KIMI_PROMPT_MARKERS,
-        views=_views(None, "kimi_k2"),
+        views=_views(None, "kimi_k2", _KIMI_CLASS_SPECIAL),
         tools_preprocess=("deep-sort",),  # Kimi K2's tokenizer class key-sorts the tools; JSON declarations
         description="Kimi K2 Instruct: content, tool-call section, <|im_end|>; no thinking.",
         **_KIMI_COMMON,
@@ -69,6 +75,7 @@ SPECS = (
         markers={"stop": "<|im_end|>"},
         prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
         description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
-        views=_views(None, None),
+        # vLLM without parsers keeps skip_special_tokens on (its default): the class's specials are skipped.
+        views={**_views(None, None, ()), "vllm": vllm(skip_special_tokens=True)},
     ),
 )

@@ -14,10 +14,14 @@ on ``<|im_end|>`` and ``<|endoftext|>`` (Qwen3's generation_config eos ids).
 
 from __future__ import annotations
 
-from ..engines.view import sglang
+from ..engines.view import sglang, vllm
 from .spec import ProfileSpec, ToolCallFormat
 
 __all__ = ["SPECS"]
+
+# The added tokens Qwen3's tokenizer class does not treat as special (tokenizer.json: "special": false).
+_ORDINARY = ("<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+             "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>")
 
 
 SPECS = (
@@ -41,7 +45,7 @@ SPECS = (
             content_separator="\n",
             strips_content=True,
         ),
-        views={"sglang": sglang("qwen3", "qwen25")},
+        views={"sglang": sglang("qwen3", "qwen25"), "vllm": vllm("qwen3", "hermes", class_ordinary=_ORDINARY)},
         description="Qwen3 hybrid thinking: <think>\\n...\\n</think>\\n\\n, content, <tool_call> JSON blocks, <|im_end|>; "
         "with thinking off (enable_thinking=false) no think block.",
     ),

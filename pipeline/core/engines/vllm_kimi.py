@@ -1,0 +1,85 @@
+"""vLLM 0.32.0's ``kimi_k2`` parsers, restated (``--reasoning-parser kimi_k2 --tool-call-parser kimi_k2``:
+``vllm/parser/kimi_k2.py``, run through the parser engine's adapters; see ``vllm_engine``).
+
+* Reasoning (thinking on: the output starts inside it): ``<think>`` dropped, ``</think>`` ends it (a
+  later ``</think>`` in the content is deleted), the tool-call section marker ends it too (the marker
+  stays in the content); trailing whitespace of the reasoning is stripped, the content is not.
+* Tool calls: content is the text before ``<|tool_calls_section_begin|>``; each call's head (the text
+  between ``<|tool_call_begin|>`` and ``<|tool_call_argument_begin|>``) must start ``ID:N``: the id is
+  kept as the call's id and the name is the id before ``:`` without ``functions.``; arguments are the
+  text up to ``<|tool_call_end|>`` (or the section's end, or the end of the output) ``.strip()``ped, "{}"
+  when empty; text between and after calls is dropped; whitespace-only content before calls is dropped.
+* Everywhere: the literal text of a special token of Kimi's tokenizer class (``Decode.class_special``)
+  that is not one of these markers is deleted.
+
+``tests/test_vllm_differential.py`` runs vLLM's own code on the same ids.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .vllm_decode import class_special_texts
+from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass, tool_pass
+
+__all__ = ["KimiK2Reasoning", "KimiK2Tools"]
+
+_TOOL_ID = re.compile(r"(?P<id>.+:\d+)")
+
+
+def _config(profile, drop_texts, thinking: bool) -> EngineConfig:
+    t = profile.texts
+    terminals = {"TOOL_SECTION_START": t["tool_calls_begin"], "TOOL_SECTION_END": t["tool_calls_end"],
+                 "TOOL_START": t["tool_call_begin"], "TOOL_END": t["tool_call_end"], "ARG_START": t["tool_call_argument_begin"]}
+    transitions = {
+        (REASONING, "TOOL_SECTION_START"): (PREAMBLE, ("REASONING_END",)),
+        (CONTENT, "TOOL_SECTION_START"): (PREAMBLE, ()),
+        (PREAMBLE, "TOOL_START"): (NAME, ("TOOL_CALL_START",)),
+        (NAME, "ARG_START"): (ARGS, ()),
+        (ARGS, "TOOL_END"): (BETWEEN, ("TOOL_CALL_END",)),
+        (ARGS, "TOOL_SECTION_END"): (PREAMBLE, ("TOOL_CALL_END",)),
+        (BETWEEN, "TOOL_START"): (NAME, ("TOOL_CALL_START",)),
+        (PREAMBLE, "TOOL_SECTION_END"): (PREAMBLE, ()),
+        (BETWEEN, "TOOL_SECTION_END"): (PREAMBLE, ()),
+    }
+    if thinking:
+        terminals.update(THINK_START=t.get("prompt.think_begin", "<think>"), THINK_END=t["think_end"])
+        transitions.update({
+            (REASONING, "THINK_START"): (REASONING, ()),
+            (REASONING, "THINK_END"): (CONTENT, ("REASONING_END",)),
+            (CONTENT, "THINK_END"): (CONTENT, ()),
+        })
+    return EngineConfig(terminals, transitions, strip_reasoning=True, drop_texts=drop_texts)
+
+
+class KimiK2Reasoning:
+    __slots__ = ("config",)
+
+    def __init__(self, profile, view, tokenizer):
+        self.config = _config(profile, class_special_texts(view.decode, tokenizer), thinking=True)
+
+    def __call__(self, text: str) -> tuple[str | None, str | None]:
+        return reasoning_pass(text, self.config, thinking=True)
+
+
+class KimiK2Tools:
+    __slots__ = ("config",)
+
+    def __init__(self, profile, view, tokenizer):
+        self.config = _config(profile, class_special_texts(view.decode, tokenizer), view.reasoning_parser is not None)
+
+    def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, str]]]:
+        pieces, slots = tool_pass(text or "", self.config)
+        calls = []
+        for head, arguments in slots:
+            m = _TOOL_ID.match(head.strip())
+            if m is None:
+                continue
+            call_id = m.group("id").strip()
+            name = call_id.split(":")[0].removeprefix("functions.")
+            if name:
+                calls.append((name, arguments.strip() or "{}", call_id))
+        content = "".join(pieces)
+        if slots and not content.strip():
+            content = ""
+        return content or None, calls

@@ -1,0 +1,88 @@
+"""vLLM 0.32.0 serving Qwen3, restated: ``--reasoning-parser qwen3 --tool-call-parser hermes``.
+
+* Reasoning (``vllm/parser/qwen3.py`` through the parser engine, see ``vllm_engine``), only with
+  thinking on (the request's ``enable_thinking``; taken to be on exactly when the output opens
+  ``<think>``, as the model does then): ``<think>`` dropped, ``</think>`` ends the reasoning (a later
+  ``</think>`` is deleted), so does ``<tool_call>`` (its text stays in the content); whitespace kept;
+  the literal text of the tokenizer class's special tokens (``<|im_end|>``, ``<|endoftext|>``, ...)
+  deleted. With thinking off the text is all content, untouched.
+* Tool calls (``hermes_tool_parser.py``): with ``<tool_call>`` in the text, every
+  ``<tool_call>(.*?)</tool_call>`` (or an unclosed ``<tool_call>(.*)``) body is ``json.loads``ed and must
+  be an object with ``name`` and ``arguments``, re-serialised ``json.dumps(..., ensure_ascii=False)``;
+  the content is the text before the first ``<tool_call>``, unstripped. Any body that fails makes the
+  whole text content, no calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .vllm_decode import class_special_texts
+from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass
+
+__all__ = ["Qwen3Reasoning", "HermesTools"]
+
+
+def _config(profile, drop_texts) -> EngineConfig:
+    t = profile.texts
+    terminals = {"THINK_START": t["think_begin"], "THINK_END": t["think_end"], "TOOL_START": t["tool_call_begin"],
+                 "TOOL_END": t["tool_call_end"], "FUNC_PREFIX": "<function=", "FUNC_END": "</function>",
+                 "PARAM_START": "<parameter=", "PARAM_END": "</parameter>", "CLOSE_ANGLE": ">"}
+    transitions = {
+        (REASONING, "THINK_START"): (REASONING, ()),
+        (REASONING, "THINK_END"): (CONTENT, ("REASONING_END",)),
+        (CONTENT, "THINK_END"): (CONTENT, ()),
+        (REASONING, "TOOL_START"): (PREAMBLE, ("REASONING_END", "TOOL_CALL_START")),
+        (CONTENT, "TOOL_START"): (PREAMBLE, ("REASONING_END", "TOOL_CALL_START")),
+        (CONTENT, "FUNC_PREFIX"): (NAME, ("TOOL_CALL_START",)),
+        (PREAMBLE, "TOOL_END"): (CONTENT, ("TOOL_CALL_END",)),
+        (PREAMBLE, "FUNC_PREFIX"): (NAME, ()),
+        (NAME, "CLOSE_ANGLE"): (ARGS, ()),
+        (NAME, "FUNC_END"): (BETWEEN, ("TOOL_CALL_END",)),
+        (ARGS, "FUNC_END"): (BETWEEN, ("TOOL_CALL_END",)),
+        (ARGS, "PARAM_START"): (ARGS, ("ARG_VALUE_CHUNK",)),
+        (ARGS, "PARAM_END"): (ARGS, ("ARG_VALUE_CHUNK",)),
+        (BETWEEN, "TOOL_END"): (CONTENT, ()),
+        (BETWEEN, "TOOL_START"): (PREAMBLE, ("TOOL_CALL_START",)),
+        (BETWEEN, "FUNC_PREFIX"): (NAME, ("TOOL_CALL_START",)),
+    }
+    return EngineConfig(terminals, transitions, strip_reasoning=False, drop_texts=drop_texts)
+
+
+class Qwen3Reasoning:
+    __slots__ = ("config", "think_begin")
+
+    def __init__(self, profile, view, tokenizer):
+        self.config = _config(profile, class_special_texts(view.decode, tokenizer))
+        self.think_begin = profile.texts["think_begin"]
+
+    def __call__(self, text: str) -> tuple[str | None, str | None]:
+        if not text.startswith(self.think_begin):  # thinking off: the parser returns the text as it is
+            return None, text
+        return reasoning_pass(text, self.config, thinking=True)
+
+
+class HermesTools:
+    __slots__ = ("begin", "regex")
+
+    def __init__(self, profile, view=None, tokenizer=None):
+        t = profile.texts
+        self.begin = t["tool_call_begin"]
+        b, e = re.escape(t["tool_call_begin"]), re.escape(t["tool_call_end"])
+        self.regex = re.compile(f"{b}(.*?){e}|{b}(.*)", re.DOTALL)
+
+    def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, None]]]:
+        if text is None or self.begin not in text:
+            return text, []
+        try:
+            calls = []
+            for closed, unclosed in self.regex.findall(text):
+                call = json.loads(closed if closed else unclosed)
+                calls.append((call["name"], json.dumps(call["arguments"], ensure_ascii=False), None))
+        except Exception:  # hermes logs it and returns the text as content
+            return text, []
+        for name, _, _ in calls:
+            if not isinstance(name, str):  # FunctionCall(name=...) is validated: not a call
+                return text, []
+        return text[: text.find(self.begin)] or None, calls

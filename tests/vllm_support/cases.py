@@ -1,0 +1,143 @@
+"""The differential cases for the ``vllm`` views: per family, the behaviours issue 21 names as named
+cases, plus 400 random outputs (markers written as plain text, whitespace around every marker,
+non-ASCII and multi-line arguments, length cuts, several calls), each with the driver set-up that
+serves it. Built with the real tokenizers; shared by the vLLM differential test and the test that
+runs every diverging case through diagnosis."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
+from sglang_support import family_outputs as fo
+from sglang_support import kimi_outputs as ko
+
+from . import setup_for
+
+RANDOM = 400
+
+
+@dataclass
+class Group:
+    """One driver set-up (a family served one way) and its cases: name -> (ids, finish)."""
+
+    family: str
+    profile: object
+    tokenizer: object
+    setup: dict
+    cases: dict[str, tuple[list[int], str]] = field(default_factory=dict)
+
+
+def _group(profile_name: str, folder: str, prompt: str, **kwargs) -> Group:
+    tokenizer = load_tokenizer(folder)
+    profile = bind_profile(profile_name, tokenizer)
+    view = profile.spec.views["vllm"]
+    setup = setup_for(view, folder, tokenizer.encode(prompt), profile.stop_ids, kwargs.get("chat_template_kwargs"))
+    return Group(profile_name, profile, tokenizer, setup)
+
+
+def _random_text(rng: random.Random, pool) -> str:
+    parts = rng.sample(pool, rng.randint(0, 3))
+    return rng.choice(("", " ", "\n", "\n\n")) + rng.choice(("", " ", "\n")).join(parts) + rng.choice(("", " ", "\n"))
+
+
+def kimi_k25() -> Group:
+    g = _group("kimi-k2.5", "kimi-k2.5", "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|><think>")
+    t, p = g.tokenizer, g.profile
+    k = lambda *a, **kw: ko.kimi_ids(t, p, *a, **kw)  # noqa: E731
+    call = lambda name, args, i=0: (f"functions.{name}:{i}", args)  # noqa: E731
+    g.cases.update({
+        "reasoning-trailing-whitespace-stripped": ([48187, 341, 163607, 33853, 13, 163586], "stop"),
+        "no-spaces-around-markers": (k(" Think.\n\n", "\n\nAnswer. ", [call("get", '{"q": 1}')]), "stop"),
+        "special-text-in-content-deleted": ([81, 163607, 9570, 22652, 348, 11129, 91, 29, 2506, 13, 163586], "stop"),
+        "special-text-in-reasoning-deleted": (k("Say [EOS] then <|im_user|> here.", "ok"), "stop"),
+        "literal-think-end-in-content-deleted": (k("r", "Use </think> to close."), "stop"),
+        "length-cut-after-complete-call": (k("r", "c", [call("get", '{"q": 1}')], stop=False)[:-1], "length"),
+        "length-cut-inside-utf8": (k("r", "Sure: 👍", stop=False)[:-1], "length"),
+        "non-ascii-args-verbatim": (k("r", "", [call("查询", '{"s": "Córdoba 中文"}')]), "stop"),
+        "multi-line-args": (k("r", "", [call("get", '{\n  "a": 1\n}')]), "stop"),
+        "several-calls-and-whitespace": (k("r", " \n", [call("get", "{}"), call("put", '{"x": 1.50}', 1)], between="\n"), "stop"),
+        "header-without-counter": (k("r", "c", [("7", '{"q": 1}')]), "stop"),
+        "cut-while-reasoning": (k("A long thought ", close_think=False, stop=False), "length"),
+    })
+    rng = random.Random(2112501)
+    for n in range(RANDOM):
+        g.cases[f"random-{n}"] = ko.random_output(t, p, rng)
+    return g
+
+
+def kimi_k2() -> Group:
+    g = _group("kimi-k2", "kimi-k2", "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|>")
+    rng = random.Random(2112502)
+    for n in range(RANDOM):
+        g.cases[f"random-{n}"] = ko.random_output(g.tokenizer, g.profile, rng)
+    return g
+
+
+def qwen3(thinking: bool) -> Group:
+    prompt = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" + ("" if thinking else "<think>\n\n</think>\n\n")
+    g = _group("qwen3", "qwen3", prompt, chat_template_kwargs={"enable_thinking": thinking})
+    t, p = g.tokenizer, g.profile
+    q = lambda *a, **kw: fo.qwen3_ids(t, p, *a, **kw)  # noqa: E731
+    c = fo.qwen3_call
+    r = "\nr\n" if thinking else None
+    g.cases.update({
+        "content-before-call-unstripped": (q(r, "\n\nLet me look that up.", [c("get", {"q": 1})]), "stop"),
+        "literal-think-end-in-content": (q(r, "Write </think> here."), "stop"),
+        "special-text-in-content": (q(r, "Ends <|im_end|> and <|endoftext|> text."), "stop"),
+        "compact-args-reserialised": (q(r, "", [c("get", '{"q":1,"n":[1,2]}')]), "stop"),
+        "non-ascii-args": (q(r, "", [c("查询", {"s": "Córdoba 中文"})]), "stop"),
+        "length-cut-in-call": (q(r, "c", [c("get", {"q": 1}), c("put", {"long": 2})])[:-6], "length"),
+        "length-cut-inside-utf8": (q(r, "Sure: 👍", stop=False)[:-1], "length"),
+        "body-not-json": (q(r, "c", ["\nnot json\n", c("get", {"q": 1})]), "stop"),
+    })
+    rng = random.Random(2112503 + thinking)
+    n = 0
+    while n < RANDOM:
+        ids, finish, on = fo.random_qwen3(t, p, rng)
+        if on == thinking:
+            g.cases[f"random-{n}"] = (ids, finish)
+            n += 1
+    return g
+
+
+def deepseek_v3() -> Group:
+    g = _group("deepseek-v3", "deepseek-v3", "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>")
+    t, p = g.tokenizer, g.profile
+    d = lambda *a, **kw: fo.deepseek_ids(t, p, *a, **kw)  # noqa: E731
+    c = fo.deepseek_call
+    g.cases.update({
+        "multi-line-args-lost": ([128806, 128808, 8701, 128814, 1133, 65, 50219, 201, 9854, 14479, 201, 2054, 223, 582,
+                                  37399, 3362, 582, 51119, 2701, 1778, 9854, 128809, 128807, 1], "stop"),
+        "args-verbatim": (d("", [c("get", '{"q":1,"n":[1,2]}')]), "stop"),
+        "content-unstripped": (d("  I will check.\n", [c("get", {"q": 1})]), "stop"),
+        "non-ascii-args": (d("", [c("查询", {"s": "Córdoba 中文"})]), "stop"),
+        "two-calls-one-line": (d("", [c("get", {"q": 1}), c("get", {"q": 2})], between=""), "stop"),
+        "length-cut-in-call": (d("c", [c("get", {"q": 1}), c("put", {"long": 2})])[:-8], "length"),
+        "length-cut-inside-utf8": (d("Sure: 👍", stop=False)[:-1], "length"),
+    })
+    rng = random.Random(2112504)
+    for n in range(RANDOM):
+        g.cases[f"random-{n}"] = fo.random_deepseek(t, p, rng)
+    return g
+
+
+CHATML_POOL = ko.TEXTS + ("literal <|im_end|> and <|im_start|> text", "a <think> tag", "Plain answer.", "👩\u200d👩\u200d👧")
+
+
+def chatml() -> Group:
+    g = _group("chatml", "qwen3", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    t, p = g.tokenizer, g.profile
+    rng = random.Random(2112505)
+    g.cases["length-cut-inside-utf8"] = (t.encode_ordinary("Sure: 👍")[:-1], "length")
+    g.cases["special-id-inside-output"] = (t.encode_ordinary("a") + [p.stop_id] + t.encode_ordinary("b") + [p.stop_id], "stop")
+    for n in range(RANDOM):
+        ids = t.encode_ordinary(_random_text(rng, CHATML_POOL)) + [p.stop_id]
+        g.cases[f"random-{n}"] = (ids[: rng.randint(0, len(ids) - 1)], "length") if rng.random() < 0.3 else (ids, "stop")
+    return g
+
+
+def all_groups() -> list[Group]:
+    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), deepseek_v3(), chatml()]
