@@ -180,7 +180,7 @@ def build_quirk_samples(g: G1) -> None:
           "the model closed its analysis with `<|end|>` spelled as ordinary tokens; the decoded text is the same, so "
           "the API cannot show it and the rebuilt output has the special <|end|>")
     reasoning = "The marker that ends a message is written <|end|> in the docs; then I answer."
-    g.add("How does harmony end a message?", t(reasoning, "With the <|end|> token."), "stop", quirk="other: the "
+    g.add("How does harmony end a message?", t(reasoning, "With the <|end|> token."), "stop", quirk="marker-text: the "
           "reasoning quotes `<|end|>` as ordinary tokens; SGLang's parser ends the reasoning there and moves the rest "
           "of it into the content")
     g.add("Weather in Oslo?", t("Need the weather.", "  Let me check.\n", [("get_weather", '{"city": "Oslo"}')]),

@@ -185,7 +185,7 @@ def q_length_reported_as_tool_calls(f, s):
     """Cut at max_tokens right after the tool section; the provider reports finish_reason tool_calls."""
     ids = f.kimi.output_ids(s["turn"], stop=False)
     resp = f.response_for(s, ids, finish="tool_calls")
-    return f.record(s, ids, {"type": "length", "length": len(ids)}, resp, "stop-token: engine cut at the length "
+    return f.record(s, ids, {"type": "length", "length": len(ids)}, resp, "finish-rewritten: engine cut at the length "
                     "limit after the tool section; the provider normalised finish_reason to tool_calls")
 
 

@@ -23,7 +23,7 @@ KIMI = ("B1_glaive", "B3_magicoder")
 MIN_SAMPLES = {"B1_glaive": 100, "B3_magicoder": 100, "smollm2-chat": 64}
 ALL_CLASSES = {
     "special-token-id", "stop-token", "non-canonical-split", "marker-text", "whitespace",
-    "tool-args-json", "tool-call-id", "truncated-utf8", "invalid-utf8",
+    "tool-args-json", "tool-call-id", "truncated-utf8", "invalid-utf8", "finish-rewritten",
 }
 
 

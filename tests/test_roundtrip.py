@@ -156,7 +156,11 @@ def test_kimi_k2_without_thinking_round_trips(view):
     profile = bind_profile("kimi-k2", tokenizer)
     golden = kimi_ids(tokenizer, profile, content=f"{CODE}{CJK} {EMOJI}", calls=[_call("get", ARGUMENTS[1])])
     recon = reconstruct_output_ids(api_view(golden, "stop", profile, tokenizer, view), profile, tokenizer)
-    assert recon == golden
+    if view == VLLM:  # vLLM's slow detokenizer spaces the first text off the prompt's <|im_middle|>
+        assert recon != golden
+        assert {h.cls for h in diagnose(golden, recon, tokenizer, profile=profile).hunks} == WS
+    else:
+        assert recon == golden
 
 
 @pytest.mark.parametrize("view", VIEWS)

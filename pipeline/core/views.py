@@ -139,7 +139,7 @@ def _assemble(assembly, reasoning, content, calls, cut: bool):
         finish = "tool_calls"
     else:
         finish = "length" if cut else "stop"
-    return reasoning or None, content or assembly.empty_content, calls, finish
+    return reasoning or None, content if assembly.content_as_parsed else content or assembly.empty_content, calls, finish
 
 
 def _decoder(view: View, profile: Profile, tokenizer: Tokenizer) -> Callable:

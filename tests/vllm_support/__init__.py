@@ -31,6 +31,8 @@ def _tokenizers_root() -> Path:
 def setup_for(view, tokenizer_folder: str, prompt_ids, stop_ids, chat_template_kwargs=None) -> dict:
     """The driver's set-up for one view (its parser names as the server's flags give them)."""
     folder = _tokenizers_root() / tokenizer_folder
+    if view.reasoning_parser == "openai_gptoss":
+        folder = folder.parent  # o200k/o200k_harmony: the folder holding o200k_base.tiktoken
     setup = {"tokenizer_dir": str(folder), "reasoning_parser": view.reasoning_parser, "tool_parser": view.tool_parser,
              "prompt_ids": list(prompt_ids), "stop_ids": list(stop_ids), "chat_template_kwargs": chat_template_kwargs or {},
              "harmony": view.reasoning_parser == "openai_gptoss"}

@@ -84,7 +84,7 @@ def qwen3(thinking: bool) -> Group:
     c = fo.qwen3_call
     r = "\nr\n" if thinking else None
     g.cases.update({
-        "content-before-call-unstripped": (q(r, "\n\nLet me look that up.", [c("get", {"q": 1})]), "stop"),
+        "content-before-call-unstripped": (q(r, "Let me look that up.", [c("get", {"q": 1})]), "stop"),
         "literal-think-end-in-content": (q(r, "Write </think> here."), "stop"),
         "special-text-in-content": (q(r, "Ends <|im_end|> and <|endoftext|> text."), "stop"),
         "compact-args-reserialised": (q(r, "", [c("get", '{"q":1,"n":[1,2]}')]), "stop"),
@@ -105,6 +105,7 @@ def qwen3(thinking: bool) -> Group:
 
 def deepseek_v3() -> Group:
     g = _group("deepseek-v3", "deepseek-v3", "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>")
+    g.setup["model_type"] = "deepseek_v3"  # a served model's config.json: transformers then reads tokenizer.json as is
     t, p = g.tokenizer, g.profile
     d = lambda *a, **kw: fo.deepseek_ids(t, p, *a, **kw)  # noqa: E731
     c = fo.deepseek_call
@@ -139,5 +140,27 @@ def chatml() -> Group:
     return g
 
 
+def gpt_oss() -> Group:
+    from pipeline.core.harmony import harmony_encoding
+    from sglang_support import gpt_oss_outputs as go
+
+    g = _group("gpt-oss", "o200k/o200k_harmony", "<|start|>user<|message|>hi<|end|><|start|>assistant")
+    t, p = g.tokenizer, g.profile
+    gen = go.HarmonyOutputs(harmony_encoding(t), t, p)
+    endoftext = t.encode("<|endoftext|>")[0]
+    cut = gen.turn("Weather.", None, [("get_weather", '{"city": "Nairobi", "units": "metric"}')])
+    g.cases.update({
+        "partial-args-become-a-call": (cut[: len(cut) - 1 - len(t.encode_ordinary('units": "metric"}'))], "length"),
+        "non-ascii-args-escaped": (gen.turn("r", None, [("get_weather", '{"city": "Córdoba"}')]), "stop"),
+        "preamble-not-stripped": (gen.turn("r", " Let me check. \n", [("get_weather", '{"city": "Oslo"}')]), "stop"),
+        "endoftext-text-kept": (gen.turn("r", "Answer.")[:-1] + [endoftext], "stop"),
+        "two-calls": (gen.turn("r", None, [("get_weather", '{"city": "A"}'), ("read_file", '{"p": 1}')]), "stop"),
+    })
+    rng = random.Random(2112506)
+    for n in range(RANDOM):
+        g.cases[f"random-{n}"] = go.random_output(gen, rng)
+    return g
+
+
 def all_groups() -> list[Group]:
-    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), deepseek_v3(), chatml()]
+    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), deepseek_v3(), chatml(), gpt_oss()]

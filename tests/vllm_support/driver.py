@@ -25,6 +25,7 @@ import asyncio
 import hashlib
 import importlib.util
 import json
+import os
 import sys
 import types
 
@@ -35,27 +36,68 @@ def _kimi_tokenizer(setup):
     got = hashlib.sha256(data).hexdigest()
     if got != want:
         raise SystemExit(f"{path}: sha256 {got}, expected {want}: refusing to load it")
-    import transformers.tokenization_python as slow  # transformers 5 moved transformers.tokenization_utils
+    import transformers.tokenization_python as slow  # transformers 5 moved transformers.tokenization_utils: the file (unedited, its sha256 is the check) imports the old names
 
     sys.modules.setdefault("transformers.tokenization_utils", slow)
+    import transformers.models.gpt2.tokenization_gpt2 as gpt2  # transformers 5 moved bytes_to_unicode too
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    if not hasattr(gpt2, "bytes_to_unicode"):
+        gpt2.bytes_to_unicode = bytes_to_unicode
     spec = importlib.util.spec_from_file_location("tokfidelity_kimi_tokenization", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     config = json.load(open(setup["tokenizer_dir"] + "/tokenizer_config.json"))
     kwargs = {k: config[k] for k in ("bos_token", "eos_token", "unk_token", "pad_token", "additional_special_tokens",
                                      "added_tokens_decoder") if k in config}
+    if "added_tokens_decoder" in kwargs:  # as from_pretrained hands them over: int ids, AddedToken values
+        from tokenizers import AddedToken
+
+        fields = ("content", "single_word", "lstrip", "rstrip", "normalized", "special")
+        kwargs["added_tokens_decoder"] = {int(i): AddedToken(**{k: v for k, v in t.items() if k in fields})
+                                          for i, t in kwargs["added_tokens_decoder"].items()}
     tokenizer = module.TikTokenTokenizer(vocab_file=setup["tokenizer_dir"] + "/tiktoken.model", **kwargs)
     from vllm.tokenizers.hf import get_cached_tokenizer
 
     return get_cached_tokenizer(tokenizer)
 
 
+class _HarmonyTokenizer:
+    """For gpt-oss: vLLM's HarmonyParser parses the output ids with openai-harmony and uses the model's
+    tokenizer only to decode a message left unfinished (``decode(ids)``, specials as text). The model's
+    Hugging Face tokenizer files are not here; openai-harmony's own encoding decodes the same vocabulary."""
+
+    def __init__(self):
+        from vllm.entrypoints.openai.parser.harmony_utils import get_encoding
+
+        self.encoding = get_encoding()
+
+    def decode(self, ids, **_):
+        return self.encoding.decode(list(ids))
+
+    def get_vocab(self):
+        return {}
+
+
 def _tokenizer(setup):
+    if setup.get("harmony"):
+        os.environ["TIKTOKEN_ENCODINGS_BASE"] = setup["tokenizer_dir"]
+        return _HarmonyTokenizer()
     if setup.get("kimi_class"):
         return _kimi_tokenizer(setup)
     from vllm.tokenizers import get_tokenizer
 
-    return get_tokenizer(setup["tokenizer_dir"], trust_remote_code=False)
+    folder = setup["tokenizer_dir"]
+    if setup.get("model_type"):  # as in a model folder: its config.json's model_type picks the tokenizer class
+        import tempfile
+
+        model = tempfile.mkdtemp(prefix="tokfidelity-model-")
+        for name in os.listdir(folder):
+            os.symlink(os.path.join(folder, name), os.path.join(model, name))
+        with open(os.path.join(model, "config.json"), "w") as f:
+            json.dump({"model_type": setup["model_type"]}, f)
+        folder = model
+    return get_tokenizer(folder, trust_remote_code=False)
 
 
 TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
@@ -110,6 +152,8 @@ class _Setup:
     def text(self, request, ids, finish):
         from vllm.v1.engine.detokenizer import IncrementalDetokenizer
 
+        if self.setup.get("harmony"):  # HarmonyParser.parse reads the ids, never the text
+            return ""
         params = request.to_sampling_params(4096, {})
         core = types.SimpleNamespace(request_id="r", sampling_params=params, prompt_token_ids=list(self.setup["prompt_ids"]),
                                      prompt_embeds=None)

@@ -27,6 +27,9 @@ class Decode:
     # Or, for a class whose specials are the tokenizer's flagged ones: the added tokens it does not
     # treat as special (Qwen3's <think>, DeepSeek's tool markers), every other special being special.
     class_ordinary: tuple[str, ...] = ()
+    # vLLM's slow detokenizer, spacing the class's specials, also spaces the first output text off the
+    # prompt's last token when that is one of them (Kimi K2's generation prompt ends <|im_middle|>).
+    leading_space: bool = False
     # Stop tokens whose text the detokenizer keeps (SGLang keeps gpt-oss's <|call|> for its parser).
     keeps_stops: tuple[str, ...] = ()
 
@@ -41,8 +44,10 @@ class Assembly:
     keeps_parser_call_id: bool = False
     # finish_reason "tool_calls" whenever calls were parsed, even after a length cut (vLLM).
     tool_calls_finish_over_length: bool = False
-    # What an empty content is sent as: "" (SGLang) or None (vLLM).
+    # What an empty content is sent as (SGLang: ""), unless the content goes out as the parsers give it
+    # (vLLM: null from a parser that found nothing to say, "" from one that passed an empty text through).
     empty_content: str | None = ""
+    content_as_parsed: bool = False
     # SGLang before PR #24251: .strip() on the reasoning and on the text after it.
     strip_reasoning_split: bool = False
 
@@ -85,16 +90,18 @@ def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops
 
 
 def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_tokens: bool = False,
-         class_special: tuple[str, ...] | None = None, class_ordinary: tuple[str, ...] = ()) -> View:
+         class_special: tuple[str, ...] | None = None, class_ordinary: tuple[str, ...] = (),
+         leading_space: bool = False) -> View:
     """vLLM 0.32.0 serving with these parsers, a request declaring tools (``tool_choice`` auto): its
     incremental detokenizer (``skip_special_tokens`` as the parsers' ``adjust_request`` leaves it,
     ``spaces_between_special_tokens`` on, its default), the matched stop not decoded; the message built
-    as ``chat_completion_full_generator`` builds it: empty reasoning and empty content null, a call's id
+    as ``chat_completion_full_generator`` builds it: empty reasoning null, the content as the parsers give it
+    (null, or the detokenized text passed through), a call's id
     the parser's or ``chatcmpl-tool-<random>``, ``finish_reason`` "tool_calls" whenever calls were parsed,
     also after a length cut."""
-    decode = Decode("incremental", skip_special_tokens, True, class_special, class_ordinary)
+    decode = Decode("incremental", skip_special_tokens, True, class_special, class_ordinary, leading_space)
     assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
-                        tool_calls_finish_over_length=True, empty_content=None)
+                        tool_calls_finish_over_length=True, content_as_parsed=True)
     return View("vllm", VLLM_VERSION, reasoning, tool, decode, assembly)
 
 

@@ -40,13 +40,16 @@ def incremental_decoder(decode: Decode, tokenizer) -> Callable:
     """``decode(ids, trim, tokenizer) -> (text, None)`` for this view, bound to the profile's tokenizer."""
     special = class_special_ids(decode, tokenizer)
     spaced = decode.spaces_between_special_tokens and decode.class_special is not None
+    lead = " " if spaced and decode.leading_space else ""
 
     def run(ids: Sequence[int], trim: bool, tokenizer) -> tuple[str, None]:
         if trim:
             ids = ids[:-1]
         if not special.intersection(ids):  # the common case: one run of ordinary tokens
-            return _held(tokenizer.decode_bytes(ids), tokenizer, ids), None
-        return _pieces(ids, tokenizer, special, decode.skip_special_tokens, spaced), None
+            text = _held(tokenizer.decode_bytes(ids), tokenizer, ids)
+        else:
+            text = _pieces(ids, tokenizer, special, decode.skip_special_tokens, spaced)
+        return (lead + text if text else text), None
 
     return run
 

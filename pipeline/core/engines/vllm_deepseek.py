@@ -26,11 +26,12 @@ class DeepSeekV3Tools:
         self.regex = re.compile(f"{b}(?P<type>.*){s}(?P<function_name>.*)\n```json\n(?P<function_arguments>.*)\n```{e}")
 
     def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, None]]]:
-        if text is None or self.begin not in text:
+        if text is None or self.begin not in text:  # DelegatingParser passes the content on unchanged (null stays null)
             return text, []
         calls = []
         for kind, name, arguments in self.regex.findall(text):
             if kind != "function":  # ToolCall(type=...) accepts only "function": hermes-style fallback
                 return text, []
             calls.append((name, arguments, None))
-        return text[: text.find(self.begin)] or None, calls
+        content = text[: text.find(self.begin)]
+        return (content if content.strip() else None), calls  # DelegatingParser: whitespace-only content is null

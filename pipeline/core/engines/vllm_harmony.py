@@ -38,6 +38,11 @@ def _normalize(recipient: str | None) -> str | None:
     return recipient if i == -1 else recipient[:i].rstrip() or None
 
 
+def _fields(m):
+    """(channel, recipient, content type, text or None without content, role) of a harmony message."""
+    return m.channel, _normalize(m.recipient), m.content_type, m.content[0].text if m.content else None, m.author.role
+
+
 class HarmonyParser:
     __slots__ = ("encoding", "tokenizer")
 
@@ -64,10 +69,8 @@ class HarmonyParser:
         try:
             parser.process_eos()
         except HarmonyError:  # not a terminal state: the rest, decoded, as a final message
-            return [(m.channel, _normalize(m.recipient), m.content_type, m.content[0].text if m.content else "", m.author.role)
-                    for m in parser.messages[:done]] + [("final", None, None, self.tokenizer.decode(pending), Role.ASSISTANT)]
-        return [(m.channel, _normalize(m.recipient), m.content_type, m.content[0].text if m.content else "", m.author.role)
-                for m in parser.messages]
+            return [_fields(m) for m in parser.messages[:done]] + [("final", None, None, self.tokenizer.decode(pending), Role.ASSISTANT)]
+        return [_fields(m) for m in parser.messages]
 
     def __call__(self, text: str, ids) -> tuple[str | None, str | None, list[tuple[str, str, None]]]:
         from openai_harmony import Role
@@ -76,9 +79,9 @@ class HarmonyParser:
         content: list[str] = []
         calls: list[tuple[str, str, None]] = []
         for channel, recipient, content_type, body, role in self._messages(ids):
-            if role != Role.ASSISTANT or not body:
+            if role != Role.ASSISTANT or body is None:  # a message without content
                 continue
-            if _is_function(recipient):
+            if _is_function(recipient):  # a call even with empty arguments
                 arguments = body
                 if content_type is None or "json" in content_type:
                     try:
@@ -86,8 +89,8 @@ class HarmonyParser:
                     except json.JSONDecodeError:
                         pass
                 calls.append((recipient.removeprefix("functions."), arguments, None))
-            elif channel == "analysis":
+            elif channel == "analysis" and body:
                 reasoning.append(body)
-            elif channel == "final" or (channel == "commentary" and recipient is None):
+            elif (channel == "final" or (channel == "commentary" and recipient is None)) and body:
                 content.append(body)
         return "\n".join(reasoning) or None, "\n".join(content) or None, calls

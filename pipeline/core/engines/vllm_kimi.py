@@ -6,7 +6,8 @@
   stays in the content); trailing whitespace of the reasoning is stripped, the content is not.
 * Tool calls: content is the text before ``<|tool_calls_section_begin|>``; each call's head (the text
   between ``<|tool_call_begin|>`` and ``<|tool_call_argument_begin|>``) must start ``ID:N``: the id is
-  kept as the call's id and the name is the id before ``:`` without ``functions.``; arguments are the
+  kept as the call's id and the name is the id before ``:`` without ``functions.`` (a head without ``:N`` is
+  dropped, or, when no argument text follows it at all, becomes the name of a call with "{}"); arguments are the
   text up to ``<|tool_call_end|>`` (or the section's end, or the end of the output) ``.strip()``ped, "{}"
   when empty; text between and after calls is dropped; whitespace-only content before calls is dropped.
 * Everywhere: the literal text of a special token of Kimi's tokenizer class (``Decode.class_special``)
@@ -73,7 +74,9 @@ class KimiK2Tools:
         calls = []
         for head, arguments in slots:
             m = _TOOL_ID.match(head.strip())
-            if m is None:
+            if m is None:  # no ID:N head: with no arguments at all, the head itself is taken as the name
+                if not arguments and head.strip():
+                    calls.append((head.strip(), "{}", None))
                 continue
             call_id = m.group("id").strip()
             name = call_id.split(":")[0].removeprefix("functions.")

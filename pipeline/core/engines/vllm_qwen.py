@@ -9,7 +9,7 @@
 * Tool calls (``hermes_tool_parser.py``): with ``<tool_call>`` in the text, every
   ``<tool_call>(.*?)</tool_call>`` (or an unclosed ``<tool_call>(.*)``) body is ``json.loads``ed and must
   be an object with ``name`` and ``arguments``, re-serialised ``json.dumps(..., ensure_ascii=False)``;
-  the content is the text before the first ``<tool_call>``, unstripped. Any body that fails makes the
+  the content is the text before the first ``<tool_call>``, unstripped (null when only whitespace). Any body that fails makes the
   whole text content, no calls.
 """
 
@@ -73,7 +73,7 @@ class HermesTools:
         self.regex = re.compile(f"{b}(.*?){e}|{b}(.*)", re.DOTALL)
 
     def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, None]]]:
-        if text is None or self.begin not in text:
+        if text is None or self.begin not in text:  # DelegatingParser passes the content on unchanged (null stays null)
             return text, []
         try:
             calls = []
@@ -85,4 +85,5 @@ class HermesTools:
         for name, _, _ in calls:
             if not isinstance(name, str):  # FunctionCall(name=...) is validated: not a call
                 return text, []
-        return text[: text.find(self.begin)] or None, calls
+        content = text[: text.find(self.begin)]
+        return (content if content.strip() else None), calls  # DelegatingParser: whitespace-only content is null

@@ -16,7 +16,9 @@ _K25_CLASS_SPECIAL = _KIMI_CLASS_SPECIAL + ("<|media_begin|>", "<|media_content|
 
 def _views(reasoning: str | None, tool: str | None, class_special: tuple[str, ...]) -> dict[str, View]:
     served = sglang(reasoning, tool, call_id="functions.{name}:{index}")  # serving_chat rebuilds Kimi's ids
-    return {"sglang": served, "sglang-legacy": sglang_legacy(served), "vllm": vllm(reasoning, tool, class_special=class_special)}
+    # K2's generation prompt ends <|im_middle|>, one of the class's specials; K2.5's ends <think>, not one.
+    served_by_vllm = vllm(reasoning, tool, class_special=class_special, leading_space=reasoning is None)
+    return {"sglang": served, "sglang-legacy": sglang_legacy(served), "vllm": served_by_vllm}
 
 
 _KIMI_TOOL_MARKERS = {
