@@ -319,6 +319,8 @@ def main() -> int:
     ap.add_argument("--modes", default="lone,n2", help=f"pytest configurations to run, comma-separated: {', '.join(MODES)}")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each pytest configuration; from 2, interleaved with raw encode passes (the median ratio decides)")
+    ap.add_argument("--goal-only", action="store_true",
+                    help="skip the judge's CPU breakdown and pytest's cost per test (minutes on a loaded machine)")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments, space-separated (e.g. -p no:randomly)")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -346,8 +348,9 @@ def main() -> int:
                   f"({n_tokens / raw:,.0f} tokens/s)")
         print(f"encoder: {getattr(tok, 'encoder', '') or 'tiktoken'}; raw baseline: "
               f"{'tokenizers encode' if getattr(tok, 'backend', None) is not None else 'tiktoken encode_ordinary'}")
-        print(judge_breakdown(dataset, args.family))
-        print(pytest_per_test(tmp, args.samples, extra))
+        if not args.goal_only:
+            print(judge_breakdown(dataset, args.family))
+            print(pytest_per_test(tmp, args.samples, extra))
         results: dict[str, list[Run]] = {mode: [] for mode in modes}
         raws: list[tuple[float, float]] = []  # per round, when interleaved
         for i in range(args.repeat):
