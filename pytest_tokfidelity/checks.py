@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, Verdict
+from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, PROMPT_EXACT, PROMPT_OFF, PROMPT_UNCHECKED, Verdict
 
 from .judge_watch import JudgeStuck
 from .snapshots import snapshot_assertion, snapshot_file
@@ -46,6 +46,7 @@ class Checks:
         counts.samples += 1
         counts.tokens += verdict.n_tokens
         counts.exact += 1
+        _count_prompt(counts, verdict.prompt, False)
         return True
 
     def check_sample(self, case: tuple[int, int], item: pytest.Item) -> None:
@@ -78,6 +79,7 @@ class Checks:
             pytest.fail(report, pytrace=False)
         counts.hunks += verdict.hunks
         if kind in (EXACT, POLICY):
+            _count_prompt(counts, verdict.prompt, False)
             if kind == EXACT:
                 counts.exact += 1
             else:
@@ -91,11 +93,13 @@ class Checks:
             return
         snapshot = snapshot_assertion(item)
         if snapshot == verdict.signature:
+            _count_prompt(counts, verdict.prompt, True)
             counts.known += 1
             type(counts).bump(counts.known_by_class, verdict.classes)
             self._record(ds, position, verdict, "known")
             return
         counts.new += 1
+        _count_prompt(counts, verdict.prompt, False)
         type(counts).bump(counts.new_by_class, verdict.classes)
         self._record(ds, position, verdict, "new")
         stored = item.name in ds.stored
@@ -105,7 +109,7 @@ class Checks:
             else "No reviewed divergence is stored for this sample."
         )
         pytest.fail(
-            f"{ds.name}/{ds.index.name(position)} (line {verdict.line}): the rebuilt ids differ from the golden ids: "
+            f"{ds.name}/{ds.index.name(position)} (line {verdict.line}): {_sides(verdict)}: "
             f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
             f"record it with `pytest --tokfidelity-dataset={ds.name} --snapshot-update`.",
             pytrace=False,
@@ -145,3 +149,27 @@ class Checks:
         problems = vocabulary if name == "test_vocabulary" else stops
         if problems:
             pytest.fail(f"{ds.index.path}:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+def _count_prompt(counts, prompt: str, reviewed: bool) -> None:
+    """Count a judged sample's prompt side (``Verdict.prompt``)."""
+    if prompt == PROMPT_EXACT:
+        counts.prompt_exact += 1
+    elif prompt == PROMPT_UNCHECKED:
+        counts.prompt_unchecked += 1
+    elif prompt == PROMPT_OFF:
+        counts.prompt_off += 1
+    elif reviewed:
+        counts.prompt_reviewed += 1
+    else:
+        counts.prompt_new += 1
+
+
+def _sides(verdict: Verdict) -> str:
+    """Which side of the sample diverged, in words."""
+    prompt = verdict.prompt not in (PROMPT_EXACT, PROMPT_UNCHECKED, PROMPT_OFF)
+    if prompt and verdict.output_diverged:
+        return "the rendered prompt ids differ from the golden prompt_ids, and the rebuilt ids from the golden ids"
+    if prompt:
+        return "the rendered prompt ids differ from the golden prompt_ids (the output is exact or accepted)"
+    return "the rebuilt ids differ from the golden ids"

@@ -45,6 +45,7 @@ class DatasetRun:
 
     explain = None  # (tokenizer, profile) -> the judge's explain callback; set for --tokfidelity-report
     tokenizer_location: str | None = None  # where the tokenizer was found, absolute (set when it loads)
+    prompts = True  # prompt verdicts on (--tokfidelity-prompts=off: False)
 
     def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: str | None):
         self.position = position
@@ -155,7 +156,17 @@ class DatasetRun:
         from pipeline.core.render import template_pin
 
         template_pin(tokenizer)  # the chat template read (and pinned) once, before judges fork
-        return Judge(profile, tokenizer, self.view, self.manifest.accept, explain=explain), None
+        return Judge(profile, tokenizer, self.view, self.manifest.accept, explain=explain, prompts=self.prompts), None
+
+    def before_fork(self) -> None:
+        """Load here what each forked judge would otherwise load for itself: transformers' template
+        renderer (about 1.5 s of CPU to import), when prompts are judged and the first sample records
+        prompt_ids."""
+        judge = self._setup[0] if self._setup is not None else None
+        if judge is None or judge.prompts is None or judge.profile.spec.prompt_renderer != "template" or not len(self.index):
+            return
+        if getattr(self.index.read(0, self.fd), "prompt_ids", None) is not None:
+            import transformers.utils.chat_template_utils  # noqa: F401
 
     @property
     def stored(self) -> set[str]:

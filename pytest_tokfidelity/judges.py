@@ -91,6 +91,8 @@ class Prefetcher:
     def _schedule(self, ds, todo: list[int]) -> None:
         ds.index, ds.fd  # opened here, once, before the judges read them
         if self.pool is None:
+            for d in self.datasets:
+                d.before_fork()  # what every judge needs, loaded once (dataset.py)
             self._start()
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]

@@ -33,6 +33,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "`tokfidelity gate merge` opens the gate from all N")
     group.addoption("--tokfidelity-report", default=None, metavar="DIR",
                     help="write DIR/results.json and DIR/report.html (a self-contained divergence report)")
+    group.addoption("--tokfidelity-prompts", choices=("on", "off"), default="on",
+                    help="off: skip the prompt verdicts (a quick run; a gate it opens says so, and `tokfidelity build` refuses it)")
     group.addoption("--tokfidelity-sample-timeout", type=float, default=None, metavar="SECONDS",
                     help="a judging process on one sample longer than this is stuck: it is killed and the samples it held "
                     "fail (default 120; 0: no limit; a stopped judging process is found within seconds either way)")

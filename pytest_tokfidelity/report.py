@@ -229,6 +229,7 @@ class RunReport:
                 ds.dir, state_dir=state_dir, tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0]["fingerprint"],
                 profile=facts[0]["profile"], view=ds.view, counts=counts, pytest_args=args, pins=pins,
                 tokenizer_location=facts[0].get("location"),
+                prompts="on" if self.session.prompts else "off",
             )
             return f"open (record {shown(path)})"
         if decision.status == CLOSED:

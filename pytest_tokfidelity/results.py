@@ -59,6 +59,13 @@ class ResultsRecorder:
             rec = dict(details)
             if outcome == "new" and not rec.get("detail"):  # a failure is always shown in full
                 rec = self._full_details(ds, position) or rec
+        signature = getattr(verdict, "signature", None)
+        if isinstance(signature, dict) and isinstance(signature.get("prompt"), dict):  # the prompt side diverged
+            from pipeline.core.prompt_check import PROMPT_ADVICE
+
+            prompt = signature["prompt"]
+            rec["prompt"] = {**prompt, "advice": PROMPT_ADVICE.get(prompt.get("class"), "")}
+            rec["classes"] = [*rec.get("classes", []), f"prompt:{prompt.get('class')}"]
         rec["dataset"] = ds.name
         rec["verdict"] = outcome
         if outcome != "policy":
@@ -72,7 +79,8 @@ class ResultsRecorder:
         explain = getattr(judge, "explain", None)
         if explain is None:
             return None
-        again = Judge(judge.profile, judge.tokenizer, judge.view, judge.accept, explain=functools.partial(explain, force=True))
+        again = Judge(judge.profile, judge.tokenizer, judge.view, judge.accept, explain=functools.partial(explain, force=True),
+                      prompts=judge.prompts is not None)
         return getattr(again(ds.index.read(position, ds.fd)), "details", None)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

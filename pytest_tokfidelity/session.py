@@ -79,6 +79,9 @@ class FidelitySession:
             DatasetRun(i, p, opt.tokfidelity_tokenizer, opt.tokfidelity_view)
             for i, p in enumerate(find_datasets(golden_dir, names))
         ]
+        self.prompts = getattr(opt, "tokfidelity_prompts", "on") != "off"  # prompt verdicts (prompt_check.py)
+        for d in self.datasets:
+            d.prompts = self.prompts
         self.by_name = {d.name: d for d in self.datasets}
         self.is_worker = hasattr(config, "workerinput")
         self.counts: dict[str, Counts] = {d.name: Counts() for d in self.datasets}

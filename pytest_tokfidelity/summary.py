@@ -46,6 +46,15 @@ def _outcomes(counts: Counts) -> str:
     return ", ".join(parts)
 
 
+def _prompts(counts: Counts) -> str:
+    """The prompt side (issue 23): exact, reviewed and not checked always said; new divergences when any."""
+    if counts.prompt_off:
+        return f"  prompts: off (--tokfidelity-prompts=off): {plural(counts.prompt_off, 'sample')} not rendered"
+    new = f", {plural(counts.prompt_new, 'new divergence')}" if counts.prompt_new else ""
+    return (f"  prompts: {counts.prompt_exact:,} exact, {counts.prompt_reviewed:,} reviewed{new}, "
+            f"prompt not checked: {counts.prompt_unchecked:,}")
+
+
 def summary_lines(
     name: str, counts: Counts, span: float, loading_included: bool, gate_note: str, problems, stale: str | None = None,
 ) -> list[str]:
@@ -58,6 +67,7 @@ def summary_lines(
     covers = "tokenizer loading included" if loading_included else "tests only: tokenizer loaded while collecting"
     lines = [
         f"{name}: {plural(n, 'sample')}: {_outcomes(counts)}",
+        _prompts(counts),
         f"  rates: {divergent / n if n else 0:.2%} of samples diverge, {per_k:.3f} hunks per 1,000 tokens",
     ]
     if tokens:

@@ -118,6 +118,8 @@ class G1:
             sample["messages"].insert(0, {"role": "system", "content": instructions})
         if tools:
             sample["tools"] = list(tools)
+        # the request's template variables: the date the prompt was rendered on (gpt-oss writes it in its system message)
+        sample["chat_template_kwargs"] = {"conversation_start_date": "2026-11-30"}
         sample["prompt_ids"] = self.prompt_ids(user, list(tools), instructions)
         sample["output_ids"] = output_ids
         stop = matched or (self.profile.ids["call"] if output_ids[-1:] == [self.profile.ids["call"]] else self.profile.ids["stop"])

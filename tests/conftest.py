@@ -14,6 +14,10 @@ from tokenizer_roots import DEFAULT_ROOT
 if not os.environ.get("TOKFIDELITY_TOKENIZERS") and DEFAULT_ROOT.is_dir():
     os.environ["TOKFIDELITY_TOKENIZERS"] = str(DEFAULT_ROOT)
 
+# The fidelity suite renders prompts with transformers' renderer: imported once here, so that pytester's
+# in-process runs (which drop the modules a run imported) never import numpy a second time.
+import transformers.utils.chat_template_utils  # noqa: E402,F401
+
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
+from ..cli import EXIT_GATE_CLOSED, EXIT_OK, EXIT_FAILED, EXIT_USAGE
 from ..core.files import out_folder_problem
 
 HELP = "Build training records {input_ids, loss_mask} (JSONL) from a golden dataset or a generate output folder."
@@ -19,6 +19,9 @@ def add_arguments(p):
     p.add_argument("--length-cut", choices=("drop", "keep"), default="drop",
                    help="reconstructed samples cut at the length limit: drop (default; their tail may be unverifiable) or keep. "
                         "Samples whose ids came from the engine are exact and always kept")
+    p.add_argument("--state-dir", default=None,
+                   help="gate records folder (default: $TOKFIDELITY_STATE_DIR, else ./.tokfidelity): a golden input whose gate "
+                        "was opened with --tokfidelity-prompts=off is refused")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -34,6 +37,9 @@ def run(args) -> int:
     if problem := out_folder_problem(args.out):
         print(f"tokfidelity build: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if refused := _prompts_off_gate(args.input, args.state_dir):
+        print(f"tokfidelity build: refused, nothing was written. {refused}", file=sys.stderr)
+        return EXIT_GATE_CLOSED
     try:
         source = open_build_input(args.input)
         tokenizer, profile = bind_dataset(source.profile_name, args.tokenizer or source.tokenizer_spec)
@@ -94,3 +100,18 @@ def run(args) -> int:
     if len(result.left_out) > 10:
         print(f"  ... and {len(result.left_out) - 10} more", file=sys.stderr)
     return EXIT_FAILED if result.left_out else EXIT_OK
+
+
+def _prompts_off_gate(folder: str, state_dir: str | None) -> str | None:
+    """Why a golden dataset may not be built from: its gate was opened by a run that skipped the
+    prompt verdicts (the prompt ids of every record would be unverified). None: no such gate."""
+    from ..core.gate import open_command, read_record
+
+    path = Path(folder)
+    if not (path / "manifest.json").is_file():
+        return None
+    record = read_record(state_dir, path.name)
+    if not record or record.get("status") != "open" or record.get("prompts") != "off":
+        return None
+    return (f"the gate of {path.name} was opened by a run with --tokfidelity-prompts=off ({record.get('time', '?')}): "
+            f"its prompts were not verified. Run `{open_command(path.name)}` (prompt verdicts on) first.")

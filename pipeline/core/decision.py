@@ -15,7 +15,8 @@ __all__ = ["Counts", "Completeness", "Decision", "decide", "DATASET_CHECKS", "OP
 
 DATASET_CHECKS = ("test_manifest", "test_vocabulary", "test_special_tokens", "test_stop_tokens")
 OPEN, CLOSED, UNCHANGED = "open", "closed", "unchanged"
-_NUMBERS = ("samples", "exact", "policy", "known", "new", "bad_input", "tokens", "hunks")
+_NUMBERS = ("samples", "exact", "policy", "known", "new", "bad_input", "tokens", "hunks",
+            "prompt_exact", "prompt_reviewed", "prompt_new", "prompt_unchecked", "prompt_off")
 _BY_CLASS = ("policy_hunks_by_class", "known_by_class", "new_by_class")
 
 
@@ -31,6 +32,14 @@ class Counts:
     bad_input: int = 0
     tokens: int = 0
     hunks: int = 0
+    # The prompt side of the samples that were judged (prompt_check.py): rendered and equal to the golden
+    # prompt_ids, diverging as a reviewed snapshot says, diverging otherwise, not checked (no
+    # prompt_ids), or not rendered (--tokfidelity-prompts=off).
+    prompt_exact: int = 0
+    prompt_reviewed: int = 0
+    prompt_new: int = 0
+    prompt_unchecked: int = 0
+    prompt_off: int = 0
     policy_hunks_by_class: dict[str, int] = field(default_factory=dict)
     known_by_class: dict[str, int] = field(default_factory=dict)
     new_by_class: dict[str, int] = field(default_factory=dict)

@@ -8,10 +8,12 @@ sample is the per-sample path, run millions of times: no per-call setup in it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, Diagnosis, by_severity, diagnose
+from .prompt_check import PROMPT_EXACT, PROMPT_OFF, PROMPT_UNCHECKED
+from .render import RenderError
 from .golden import GoldenError, GoldenSample
 from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_unless
@@ -26,6 +28,11 @@ __all__ = [
     "BAD_INPUT",
     "Verdict",
     "Judge",
+    "with_prompt",
+    "PROMPT_CLASS_PREFIX",
+    "PROMPT_EXACT",
+    "PROMPT_OFF",
+    "PROMPT_UNCHECKED",
     "policy_problems",
     "vocabulary_problems",
     "vocabulary_problem",
@@ -51,23 +58,34 @@ class Verdict:
     signature: Any = None  # Diagnosis.signature(): what a reviewed snapshot stores
     report: str = ""  # the rendered diagnosis, or what is wrong with the input
     details: Any = None  # what Judge's ``explain`` made of the diagnosis (None without one)
+    # The prompt side (prompt_check.py): "exact", "" (not checked: no prompt_ids), "off" (prompt verdicts
+    # off), or the prompt's divergence class (its hunk is in ``signature["prompt"]`` and ``report``).
+    prompt: str = ""
 
     def __reduce__(self):
         """Pickled as the call that makes it (judging processes send verdicts in chunks; the
-        dataclass's own way costs about 4x): an exact verdict as its id, line and length."""
+        dataclass's own way costs about 4x): an exact verdict as its id, line, length and prompt side."""
         if (
             self.kind == EXACT and self.classes == () and self.hunks == 0 and type(self.hunks_by_class) is dict
             and not self.hunks_by_class and self.signature is None and self.report == "" and self.details is None
         ):
-            return _exact_verdict, (self.sample_id, self.line, self.n_tokens)
+            return _exact_verdict, (self.sample_id, self.line, self.n_tokens, self.prompt)
         return Verdict, (
             self.sample_id, self.line, self.kind, self.n_tokens, self.classes, self.hunks, self.hunks_by_class,
-            self.signature, self.report, self.details,
+            self.signature, self.report, self.details, self.prompt,
         )
 
+    @property
+    def output_diverged(self) -> bool:
+        """The output side differs (a prompt divergence alone leaves it exact)."""
+        return any(not c.startswith(PROMPT_CLASS_PREFIX) for c in self.classes)
 
-def _exact_verdict(sample_id: str, line: int, n_tokens: int) -> Verdict:
-    return Verdict(sample_id, line, EXACT, n_tokens)
+
+PROMPT_CLASS_PREFIX = "prompt:"  # a prompt divergence's class among a verdict's classes: "prompt:history"
+
+
+def _exact_verdict(sample_id: str, line: int, n_tokens: int, prompt: str = "") -> Verdict:
+    return Verdict(sample_id, line, EXACT, n_tokens, prompt=prompt)
 
 
 def policy_problems(accept: Mapping[str, float]) -> list[str]:
@@ -89,9 +107,13 @@ class Judge:
 
     def __init__(
         self, profile: Profile, tokenizer: Tokenizer, view: str, accept: Mapping[str, float] | None = None,
-        explain: Callable[[GoldenSample, Diagnosis, str], Any] | None = None,
+        explain: Callable[[GoldenSample, Diagnosis, str], Any] | None = None, prompts: bool = True,
     ):
+        from .prompt_check import PromptJudge
+
         self.profile = profile
+        # The prompt side: each sample's conversation rendered and compared with its prompt_ids (None: off).
+        self.prompts = PromptJudge(profile, tokenizer) if prompts else None
         self.tokenizer = tokenizer
         self.view = view
         # Called on each diagnosed sample with its verdict kind (e.g. a report's per-sample details,
@@ -106,7 +128,21 @@ class Judge:
         self._differed = 0
 
     def __call__(self, sample: GoldenSample | GoldenError) -> Verdict:
-        """The verdict on one sample. Ids outside the vocabulary (negative ones included, which
+        """The verdict on both sides of a sample: its output, then its prompt."""
+        verdict = self._output(sample)
+        if verdict.kind == BAD_INPUT or type(sample) is not GoldenSample:
+            return verdict
+        if self.prompts is None:
+            return with_prompt(verdict, sample, PROMPT_OFF)
+        try:
+            prompt = self.prompts(sample)
+        except RenderError as e:
+            return Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids),
+                           report=f"{sample.id}: line {sample.line}: field {e.field!r}: the prompt cannot be rendered: {e.message}")
+        return with_prompt(verdict, sample, prompt)
+
+    def _output(self, sample: GoldenSample | GoldenError) -> Verdict:
+        """The verdict on one sample's output. Ids outside the vocabulary (negative ones included, which
         Python's indexing would read as tokens from the table's end) are bad input, whatever
         judging made of them; an exact sample's ids came out of the tokenizer, so only others are
         checked."""
@@ -187,6 +223,24 @@ def vocabulary_problem(ids: Sequence[int], tokenizer: Tokenizer) -> str | None:
         bad = sorted({i for i in ids if not 0 <= i < n})
         return f"ids {bad[:5]} are outside the vocabulary of {tokenizer.name} (0..{n - 1})"
     return None
+
+
+def with_prompt(verdict: Verdict, sample: GoldenSample, prompt: Any) -> Verdict:
+    """The verdict on the output with the prompt side's: ``prompt`` is PROMPT_EXACT, PROMPT_UNCHECKED,
+    PROMPT_OFF or a PromptDivergence (then the sample diverges, whatever its output did)."""
+    if type(prompt) is str:
+        if prompt == verdict.prompt:
+            return verdict
+        if verdict.kind == EXACT:
+            return Verdict(verdict.sample_id, verdict.line, EXACT, verdict.n_tokens, details=verdict.details, prompt=prompt)
+        return replace(verdict, prompt=prompt)
+    output = dict(verdict.signature) if isinstance(verdict.signature, Mapping) else {}
+    side = "the output is exact" if verdict.kind == EXACT else "the output is accepted by policy" if verdict.kind == POLICY else None
+    report = f"prompt: {prompt.render()}\n" + (f"output: {side}" if side else f"output: {verdict.report}")
+    return replace(
+        verdict, kind=DIVERGENT, classes=verdict.classes + (PROMPT_CLASS_PREFIX + prompt.cls,),
+        signature={**output, "prompt": prompt.signature()}, report=report, prompt=prompt.cls,
+    )
 
 
 def vocabulary_problems(samples: Iterable[GoldenSample], tokenizer: Tokenizer, limit: int = 10) -> list[str]:

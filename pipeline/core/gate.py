@@ -48,6 +48,8 @@ __all__ = [
 ]
 
 RECORD_FORMAT = 1
+PROMPTS_OFF_NOTE = (" Its prompts were not verified: the run had --tokfidelity-prompts=off (`tokfidelity build` refuses "
+                    "such a gate; run the suite without it).")
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
 
 # The code that decides a verdict: every source file of the verdict core (this package) and of
@@ -69,6 +71,7 @@ class GateStatus:
     next_step: str = ""  # closed: the one thing to do next (a rerun cannot fix every reason)
     unknown: bool = False  # the name matches no dataset, or several: a usage error, not a closed gate
     tokenizer: str | None = None  # the tokenizer the check loaded (an override, else where the record found it)
+    prompts_checked: bool = True  # False: opened by a run with --tokfidelity-prompts=off
 
     def __bool__(self) -> bool:
         return self.open
@@ -181,15 +184,18 @@ def write_open_record(
     pytest_args: Sequence[str] = (),
     pins: Pins | None = None,
     tokenizer_location: str | None = None,
+    prompts: str = "on",
 ) -> Path:
     """Record a full green run of one dataset: the gate opens for these exact inputs.
     ``pins``: the hashes of what the run read (default: the dataset files as they are now);
-    ``tokenizer_location``: where the run found the tokenizer (checks use it when given none)."""
+    ``tokenizer_location``: where the run found the tokenizer (checks use it when given none);
+    ``prompts``: "on", or "off" when the run skipped the prompt verdicts (--tokfidelity-prompts=off)."""
     dataset_dir = Path(dataset_dir)
     record = {
         "format": RECORD_FORMAT,
         "status": "open",
         "dataset": dataset_dir.name,
+        "prompts": prompts,
         **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts),
         "pytest_args": list(pytest_args),
@@ -405,13 +411,15 @@ def check_gate(
         return closed(f"since the green run of {record.get('time', '?')}: " + "; ".join(problems), steps, checked)
     counts = record.get("counts", {})
     summary = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, (int, float)))
+    off = PROMPTS_OFF_NOTE if record.get("prompts") == "off" else ""
     return GateStatus(
         True,
         name,
         f"gate for {name} is open: green run of {record.get('time', '?')} ({summary}) matches today's golden "
-        f"files, tokenizer and code.",
+        f"files, tokenizer and code.{off}",
         command,
         tokenizer=checked,
+        prompts_checked=not off,
     )
 
 
@@ -493,6 +501,7 @@ def write_shard_record(
     pins: Pins | None = None,
     pytest_args: Sequence[str] = (),
     tokenizer_location: str | None = None,
+    prompts: str = "on",
 ) -> Path:
     """Record one shard's run (``<DATASET>.shard-I-of-N.json``): its counts, whether it was green,
     and the same pins as a full record. It opens nothing; ``merge_shards`` decides."""
@@ -506,6 +515,7 @@ def write_shard_record(
         "status": GREEN if green else FAILED,
         "reason": reason,
         "dataset": dataset_dir.name,
+        "prompts": prompts,
         **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location),
         "expected": expected,
         "checks_passed": sorted(checks_passed),
@@ -579,6 +589,7 @@ def merge_shards(
         dataset_dir, state_dir=state, tokenizer_spec=ref["tokenizer"], tokenizer_fingerprint=ref["tokenizer_fingerprint"],
         profile=ref["profile"], view=ref["view"], counts=merged,
         pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
+        prompts="off" if any(shards[i].record.get("prompts") == "off" for i in shards) else "on",
         pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {})),
         tokenizer_location=ref.get("tokenizer_location"),
     )

@@ -35,7 +35,7 @@ from .profiles import Profile
 from .tokenizer import Tokenizer
 from .watchdog import TimeLimitExceeded, time_limit
 
-__all__ = ["RenderError", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "render_prepared", "render_prompt", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -205,7 +205,7 @@ def template_inputs(tools: Sequence | None, profile: Profile,
     return tools, kwargs
 
 
-def _check_messages(messages: Any) -> None:
+def check_messages(messages: Any) -> None:
     if not isinstance(messages, Sequence) or isinstance(messages, str):
         raise RenderError("messages", "expected a list of message objects")
     if not messages:
@@ -229,11 +229,18 @@ def render_text(messages: Sequence[Mapping], tools: Sequence | None, profile: Pr
     """The prompt text the model's chat template renders (marker text included), as transformers'
     ``apply_chat_template`` renders it: keys whose value is null dropped from each message, the
     tokenizer's bos_token, eos_token... offered to the template, then the call's variables."""
+    check_messages(messages)
+    tools, kwargs = template_inputs(tools, profile, chat_template_kwargs)
+    return render_prepared(messages, tools, kwargs, tokenizer, add_generation_prompt)
+
+
+def render_prepared(messages: Sequence[Mapping], tools: list | None, kwargs: Mapping[str, Any], tokenizer: Tokenizer,
+                    add_generation_prompt: bool = True) -> str:
+    """``render_text`` after ``template_inputs`` (whose answer a caller may keep for identical tool sets):
+    the messages checked by the caller."""
     from jinja2 import TemplateError
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    _check_messages(messages)
-    tools, kwargs = template_inputs(tools, profile, chat_template_kwargs)
     template, where = chat_template(tokenizer, tools)
     variables = {**special_token_variables(tokenizer), **kwargs}
     conversation = [{k: v for k, v in m.items() if v is not None} for m in messages]

@@ -211,6 +211,19 @@ def _meta(s: Mapping[str, Any]) -> str:
     return " \u00b7 ".join(b for b in bits if b)
 
 
+def _prompt(p: Mapping[str, Any] | None) -> str:
+    """A prompt divergence: its class, segment, the two windows and the advice."""
+    if not p:
+        return ""
+    sides = ""
+    for key, label in (("golden", "golden prompt_ids"), ("rendered", "rendered")):
+        toks = "".join(f'<span class="tok" title="{_a(i)}">{_t(t)}</span>'
+                       for i, t in zip(p.get(f"{key}_window", []), p.get(f"{key}_text", [])))
+        sides += f'<div class="side"><h5>{label}</h5><div class="toks">{toks}</div></div>'
+    return (f'<div class="hunk"><h4>prompt: {_t(p["class"])} in the {_t(p["segment"])}, '
+            f'index {_n(p["first_index"])}</h4><div class="sbs">{sides}</div><p class="more">{_t(p.get("advice", ""))}</p></div>')
+
+
 def _sample(n: int, s: Mapping[str, Any]) -> str:
     classes = s.get("classes", [])
     verdict = s["verdict"]
@@ -227,6 +240,7 @@ def _sample(n: int, s: Mapping[str, Any]) -> str:
     else:
         report = f"<details><summary>text report</summary><pre>{_t(s['report'])}</pre></details>"
     name = f'{s["dataset"]}/{s["id"]}'
+    body += _prompt(s.get("prompt"))
     return (
         f'<article class="sample" id="s{n}" data-dataset="{_a(s["dataset"])}" data-verdict="{_a(verdict)}" '
         f'data-classes="{_a(" ".join(classes))}" data-sample="{_a(name)}">'

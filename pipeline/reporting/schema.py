@@ -215,15 +215,21 @@ _HUNK = _object(
     {"text_preserving": _bool, "golden_ids": _list(_int), "rebuilt_ids": _list(_int), "golden_text": _list(_str),
      "rebuilt_text": _list(_str), "window": _object({"golden": _list(_TOKEN), "rebuilt": _list(_TOKEN)})},
 )
+_PROMPT = _object(  # a prompt divergence (pipeline.core.prompt_check.PromptDivergence.signature(), with its advice)
+    {"class": _str, "segment": _str, "first_index": _count},
+    {"golden_window": _list(_int), "rendered_window": _list(_int), "golden_text": _list(_str), "rendered_text": _list(_str),
+     "advice": _str},
+)
 _SAMPLE = _object(
     {"dataset": _str, "id": _str, "verdict": _one_of(*VERDICTS)},
     {"line": _optional(_count), "report": _str, "finish_reason": _optional(_str), "tokens": _count,
      "rebuilt_tokens": _count, "texts_identical": _bool, "classes": _list(_str), "hunk_count": _count,
-     "detail": _bool, "hunks": _list(_HUNK)},
+     "detail": _bool, "hunks": _list(_HUNK), "prompt": _PROMPT},
 )
 _COUNTS = _object(
     dict.fromkeys(("samples", "exact", "policy", "known", "new", "bad_input", "tokens", "hunks"), _count),
-    {**dict.fromkeys(("policy_hunks_by_class", "known_by_class", "new_by_class"), _map(_count)), "stale_snapshots": _count},
+    {**dict.fromkeys(("policy_hunks_by_class", "known_by_class", "new_by_class"), _map(_count)), "stale_snapshots": _count,
+     **dict.fromkeys(("prompt_exact", "prompt_reviewed", "prompt_new", "prompt_unchecked", "prompt_off"), _count)},
 )
 _RATES = _object(dict.fromkeys(("divergent_samples", "hunks_per_1k_tokens"), _number),
                  dict.fromkeys(("known_samples", "new_samples", "policy_samples"), _number))

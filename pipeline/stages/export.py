@@ -35,7 +35,8 @@ from ..core.fidelity import vocabulary_problem
 from ..core.files import atomic_path, atomic_write, open_input
 from ..core.jsonl import json_lines
 from ..core.profiles import Profile
-from ..core.render import RenderError, render_prompt
+from ..core.prompt_check import PromptJudge
+from ..core.render import RenderError
 from ..core.tokenizer import Tokenizer
 from .record_checks import LENGTH_CUT_MODES, PROMPT_CHECKS, MaskAudit, history_rerendered, prompt_check
 
@@ -208,6 +209,7 @@ def build_records(
         raise ValueError(f"length_cut: expected one of {', '.join(LENGTH_CUT_MODES)}, got {length_cut!r}")
     result = BuildResult(audit=MaskAudit(length_cut=length_cut))
     kind = "capture" if source.kind == "golden" else "reconstruction"
+    renderer = PromptJudge(profile, tokenizer)  # the model's template, or openai-harmony for gpt-oss; tool sets cached
     for line, sample_id, sample in _input_samples(source):
         where = f"{source.path}:{line}"
         if on_progress:
@@ -217,12 +219,12 @@ def build_records(
         elif isinstance(sample, str):
             result.leave_out(where, sample_id, sample)
         else:
-            _build_one(sample, where, kind, profile, tokenizer, result, keep_prompt_mismatch)
+            _build_one(sample, where, kind, profile, tokenizer, result, keep_prompt_mismatch, renderer)
     return result
 
 
 def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokenizer: Tokenizer, result: BuildResult,
-               keep_prompt_mismatch: bool) -> None:
+               keep_prompt_mismatch: bool, renderer: PromptJudge) -> None:
     output_ids = sample.output_ids
     if (outside := vocabulary_problem(output_ids, tokenizer)) is not None:
         result.leave_out(where, sample.id, f"field 'output_ids': {outside}")
@@ -231,7 +233,7 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
         result.leave_out(where, sample.id, "field 'messages' missing: the prompt cannot be rendered")
         return
     try:
-        prompt_ids = render_prompt(sample.messages, sample.tools, profile, tokenizer, chat_template_kwargs=sample.chat_template_kwargs)
+        prompt_ids = renderer.ids(sample.messages, sample.tools, sample.chat_template_kwargs)
     except RenderError as e:
         result.leave_out(where, sample.id, str(e))
         return
@@ -258,7 +260,10 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
         result.leave_out(where, sample.id, why, prompt_check=check)
         return
     has_history = any(isinstance(m, dict) and m.get("role") == "assistant" for m in sample.messages)
-    turns = history_rerendered(sample.messages, sample.tools, prompt_ids, profile, tokenizer, render_prompt) if has_history else []
+    def render(messages, tools, profile, tokenizer):
+        return renderer.ids(messages, tools, sample.chat_template_kwargs)
+
+    turns = history_rerendered(sample.messages, sample.tools, prompt_ids, profile, tokenizer, render) if has_history else []
     result.audit.note_history(f"{where} (id {sample.id!r})", turns, has_history)
     result.records.append(record)
 

@@ -35,6 +35,8 @@ SPECS = (
         default_tokenizer="o200k_harmony",
         markers=MARKERS,
         extra_stops=EXTRA_STOPS,
+        prompt_renderer="harmony",  # openai-harmony's render_conversation_for_completion
+        chat_template_kwargs={"reasoning_effort": "medium"},  # gpt-oss's template default
         # SGLang's detokenizer keeps <|call|> (200012) for --tool-call-parser gpt-oss
         # vLLM parses the ids with openai-harmony (its HarmonyParser), whatever the detokenized text.
         views={"sglang": sglang("gpt-oss", "gpt-oss", keeps_stops=("<|call|>",)),

@@ -85,6 +85,9 @@ class ProfileSpec:
     # pipeline.core.render.TOOL_STEPS, in order; chat_template_kwargs are the template variables it sets.
     tools_preprocess: tuple[str, ...] = ()
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    # Who renders prompts: "template" (the model's chat template, pipeline.core.render) or "harmony"
+    # (openai-harmony, gpt-oss's official renderer: pipeline.core.harmony_prompts).
+    prompt_renderer: str = "template"
     # The views this profile has, by name (pipeline.core.views): each a declared engine serving it
     # (pipeline.core.engines.view.View: its parsers by the server's names, decode options, assembly).
     views: Mapping[str, View] = field(default_factory=dict)

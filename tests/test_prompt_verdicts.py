@@ -1,0 +1,187 @@
+"""The prompt side of every sample (issue 23): each sample's conversation rendered as the engine does
+and compared with its golden prompt_ids; planted failures each named by class and segment, each closing
+the gate; reviewable as snapshots; ``--tokfidelity-prompts=off`` says so and ``build`` refuses its gate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.core import gate
+from pipeline.core.binding import bind_dataset
+from pipeline.core.golden import write_dataset
+from pipeline.core.render import render_prompt
+from test_plugin import KIMI, exact_samples, record, run
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+
+
+def golden_lines(name: str) -> dict[str, dict]:
+    with open(GOLDEN / name / "samples.jsonl", encoding="utf-8") as f:
+        return {s["id"]: s for s in map(json.loads, f)}
+
+
+def golden_manifest(name: str, **extra) -> dict:
+    manifest = json.loads((GOLDEN / name / "manifest.json").read_text())
+    return {**manifest, "name": name, "max_known_divergence_rate": 1.0, **extra}
+
+
+def make(pytester, name: str, source: str, samples: list[dict], **extra) -> Path:
+    return write_dataset(pytester.path / "golden" / name, golden_manifest(source, **extra), samples)
+
+
+def failure_text(result) -> str:
+    return result.stdout.str()
+
+
+# -- planted failures: class, segment, and the gate closed ------------------------------------------
+def test_one_character_template_edit_fails_every_affected_sample(pytester):
+    tok_dir = pytester.path / "kimi-edited"
+    shutil.copytree(KIMI.source, tok_dir)
+    b3 = golden_lines("B3_magicoder")
+    samples = [b3[i] for i in ("b3-0005", "b3-0017", "b3-0019")]
+    jinja = tok_dir / "chat_template.jinja"
+    text = jinja.read_text()
+    assert text.count("<|im_user|>{{role_name}}<|im_middle|>") == 1
+    jinja.write_text(text.replace("<|im_user|>{{role_name}}<|im_middle|>", "<|im_user|>{{role_name}}:<|im_middle|>"))
+    make(pytester, "T1_tmpl", "B3_magicoder", samples, tokenizer=str(tok_dir))
+    result = run(pytester, "--tokfidelity-dataset=T1")
+    result.assert_outcomes(passed=4, failed=3)
+    out = failure_text(result)
+    assert out.count("the rendered prompt ids differ from the golden prompt_ids (the output is exact or accepted)") == 3
+    assert "prompt divergence [template-text] in the message 0 (user)" in out
+    assert "prompts: 0 exact, 0 reviewed, 3 new divergences, prompt not checked: 0" in out
+    assert record(pytester, "T1_tmpl")["status"] == "closed"
+
+
+def test_tool_schema_key_order_changed_is_a_tool_declarations_divergence(pytester):
+    q1 = golden_lines("Q1_glaive")
+    sample = q1["q1-0000"]
+    params = sample["tools"][0]["function"]["parameters"]
+    sample["tools"][0]["function"]["parameters"] = dict(reversed(list(params.items())))  # same schema, keys reordered
+    make(pytester, "T2_keys", "Q1_glaive", [sample, q1["q1-0001"]])
+    result = run(pytester, "--tokfidelity-dataset=T2")
+    result.assert_outcomes(passed=4 + 1, failed=1)
+    assert "prompt divergence [tool-declarations] in the tool declarations" in failure_text(result)
+    assert "prompt:tool-declarations" in failure_text(result)
+    assert record(pytester, "T2_keys")["status"] == "closed"
+
+
+def test_dropped_chat_template_kwargs_on_a_qwen3_thinking_off_sample(pytester):
+    q1 = golden_lines("Q1_glaive")
+    sample = q1["q1-0007"]
+    assert sample.pop("chat_template_kwargs") == {"enable_thinking": False}
+    make(pytester, "T3_kwargs", "Q1_glaive", [sample])
+    result = run(pytester, "--tokfidelity-dataset=T3")
+    result.assert_outcomes(passed=4, failed=1)
+    assert "prompt divergence [template-variable] in the generation prompt" in failure_text(result)
+    assert record(pytester, "T3_kwargs")["status"] == "closed"
+
+
+def kept_reasoning_sample() -> dict:
+    """A Kimi K2.5 conversation whose golden prompt kept an earlier turn's reasoning (preserve_thinking)."""
+    tok, profile = bind_dataset("kimi-k2.5", "kimi-k2.5")
+    sample = golden_lines("B3_magicoder")["b3-0005"]
+    sample["messages"][1]["reasoning_content"] = "The user wants a short answer; keep it brief."
+    sample["prompt_ids"] = render_prompt(sample["messages"], None, profile, tok, chat_template_kwargs={"preserve_thinking": True})
+    assert sample["prompt_ids"] != render_prompt(sample["messages"], None, profile, tok)
+    return sample
+
+
+def test_reasoning_kept_in_a_kimi_history_turn_is_a_history_divergence(pytester):
+    make(pytester, "T4_hist", "B3_magicoder", [kept_reasoning_sample()])
+    result = run(pytester, "--tokfidelity-dataset=T4")
+    result.assert_outcomes(passed=4, failed=1)
+    out = failure_text(result)
+    assert "prompt divergence [history] in the history: assistant turn 1 (messages[1])" in out
+    assert "preserve_thinking" in out  # the advice
+    assert record(pytester, "T4_hist")["status"] == "closed"
+
+
+# -- reviewed as snapshots, counted, summarised -------------------------------------------------------
+def test_a_prompt_divergence_is_reviewable_as_a_snapshot_entry(pytester):
+    path = make(pytester, "T5_snap", "B3_magicoder", [kept_reasoning_sample()])
+    run(pytester, "--tokfidelity-dataset=T5", "--snapshot-update")
+    ledger = (path / "__snapshots__" / "fidelity.ambr").read_text()
+    assert '"prompt": {"class": "history"' in ledger and '"segment": "history: assistant turn 1 (messages[1])"' in ledger
+    result = run(pytester, "--tokfidelity-dataset=T5")
+    result.assert_outcomes(passed=4 + 1)
+    assert "prompts: 0 exact, 1 reviewed, prompt not checked: 0" in result.stdout.str()
+    assert record(pytester, "T5_snap")["status"] == "open"
+
+
+def test_samples_without_prompt_ids_are_counted_as_not_checked(pytester):
+    b3 = golden_lines("B3_magicoder")
+    samples = [b3["b3-0005"], *exact_samples(2)]  # exact_samples record no prompt_ids
+    make(pytester, "T6_count", "B3_magicoder", samples)
+    result = run(pytester, "--tokfidelity-dataset=T6")
+    result.assert_outcomes(passed=4 + 3)
+    assert "prompts: 1 exact, 0 reviewed, prompt not checked: 2" in result.stdout.str()
+    rec = record(pytester, "T6_count")
+    assert rec["prompts"] == "on" and rec["counts"]["prompt_exact"] == 1 and rec["counts"]["prompt_unchecked"] == 2
+
+
+# -- --tokfidelity-prompts=off ----------------------------------------------------------------------------
+def test_prompts_off_skips_the_prompt_verdicts_and_its_gate_says_so_and_build_refuses_it(pytester, capsys):
+    path = make(pytester, "T7_off", "B3_magicoder", [kept_reasoning_sample()])
+    result = run(pytester, "--tokfidelity-dataset=T7", "--tokfidelity-prompts=off")
+    result.assert_outcomes(passed=4 + 1)
+    assert "prompts: off (--tokfidelity-prompts=off): 1 sample not rendered" in result.stdout.str()
+    state = pytester.path / "state"
+    assert record(pytester, "T7_off")["prompts"] == "off"
+    status = gate.check_gate("T7", golden_dir=pytester.path / "golden", state_dir=state)
+    assert status.open and not status.prompts_checked and "Its prompts were not verified" in status.message
+    code = main(["build", "--in", str(path), "--out", str(pytester.path / "built"), "--state-dir", str(state), "--no-progress"])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "opened by a run with --tokfidelity-prompts=off" in err and not (pytester.path / "built" / "train.jsonl").exists()
+    # a run with prompt verdicts on fails the planted history sample, and closes the gate again
+    run(pytester, "--tokfidelity-dataset=T7").assert_outcomes(passed=4, failed=1)
+    assert record(pytester, "T7_off")["status"] == "closed"
+
+
+def test_results_json_and_report_show_the_prompt_hunk(pytester):
+    make(pytester, "T8_report", "B3_magicoder", [kept_reasoning_sample()])
+    out = pytester.path / "report"
+    run(pytester, "--tokfidelity-dataset=T8", f"--tokfidelity-report={out}").assert_outcomes(passed=4, failed=1)
+    doc = json.loads((out / "results.json").read_text())
+    (sample,) = doc["samples"]
+    assert sample["verdict"] == "new" and "prompt:history" in sample["classes"]
+    assert sample["prompt"]["class"] == "history" and sample["prompt"]["segment"] == "history: assistant turn 1 (messages[1])"
+    assert "preserve_thinking" in sample["prompt"]["advice"]
+    html = (out / "report.html").read_text()
+    assert "prompt: history in the history: assistant turn 1 (messages[1])" in html
+
+
+# -- the prompt judge itself ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.iterdir() if (p / "manifest.json").is_file()))
+def test_every_shipped_sample_renders_to_its_prompt_ids(name):
+    """G1 included: gpt-oss prompts through openai-harmony's render_conversation_for_completion."""
+    from pipeline.core.golden import load_manifest, read_samples
+    from pipeline.core.prompt_check import PROMPT_EXACT, PromptJudge
+
+    manifest = load_manifest(GOLDEN / name)
+    tok, profile = bind_dataset(manifest.profile, manifest.tokenizer)
+    judge = PromptJudge(profile, tok)
+    samples = list(read_samples(GOLDEN / name))
+    verdicts = {s.id: judge(s) for s in samples}
+    assert all(s.prompt_ids for s in samples)
+    assert {k: v for k, v in verdicts.items() if v != PROMPT_EXACT} == {}
+
+
+def test_piecewise_encoding_is_the_tokenizers_own_encoding():
+    from pipeline.core.prompt_check import _Encoder
+    from pipeline.core.render import render_text
+
+    tok, profile = bind_dataset("kimi-k2.5", "kimi-k2.5")
+    encoder = _Encoder(tok)
+    assert encoder.piecewise
+    texts = [render_text(s["messages"], s.get("tools"), profile, tok) for s in golden_lines("B1_glaive").values()]
+    texts += ["<|im_end|><|im_end|>plain", "x" * 30_000 + "<|im_end|>", "", "<|im_user|>" + "word " * 40 + "<|im_middle|>"]
+    for _ in range(2):  # the second time from the cache
+        assert [encoder(t) for t in texts] == [tok.encode(t) for t in texts]
+    assert encoder.cache  # the tool declarations and system turns were kept
