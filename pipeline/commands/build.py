@@ -22,6 +22,9 @@ def add_arguments(p):
     p.add_argument("--state-dir", default=None,
                    help="gate records folder (default: $TOKFIDELITY_STATE_DIR, else ./.tokfidelity): a golden input whose gate "
                         "was opened with --tokfidelity-prompts=off is refused")
+    p.add_argument("--turns", choices=("last", "all"), default="last",
+                   help="all: also one record per earlier assistant turn of a multi-turn conversation (its prompt the history as "
+                        "the template re-renders it for that turn, its loss mask exactly that turn's ids); default: last")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -49,7 +52,7 @@ def run(args) -> int:
 
     with tqdm(desc="build", unit="sample", file=sys.stderr, disable=args.no_progress, mininterval=0.5) as bar:
         result = build_records(source, profile, tokenizer, on_progress=bar.update,
-                               keep_prompt_mismatch=args.keep_prompt_mismatch, length_cut=args.length_cut)
+                               keep_prompt_mismatch=args.keep_prompt_mismatch, length_cut=args.length_cut, turns=args.turns)
 
     if result.prompt_mismatches:
         print(
@@ -75,6 +78,8 @@ def run(args) -> int:
         "prompt_ids_checked": result.prompt_checked,
         "prompt_checks": result.prompt_checks,
         "prompt_mismatch_exported": args.keep_prompt_mismatch,
+        "turns": args.turns,
+        "turn_records": result.turn_records,
         "mask_audit": result.audit.as_dict(),
         "tokens": sum(len(r["input_ids"]) for r in result.records),
         "loss_tokens": sum(len(r["input_ids"]) - r["prompt_len"] for r in result.records),

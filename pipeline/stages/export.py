@@ -135,6 +135,8 @@ class BuildResult:
     prompt_checked: int = 0  # samples whose golden prompt_ids were compared
     prompt_checks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROMPT_CHECKS, 0))
     audit: MaskAudit = field(default_factory=MaskAudit)
+    turns: str = "last"  # "all": a record for each earlier assistant turn too (turn_records.py)
+    turn_records: int = 0  # records of earlier assistant turns written
 
     def leave_out(self, where: str, sample_id: Any, why: str, **fields: Any) -> None:
         label = where if sample_id is None else f"{where} (id {sample_id!r})"
@@ -203,11 +205,17 @@ def build_records(
     *,
     keep_prompt_mismatch: bool = False,
     length_cut: str = "drop",
+    turns: str = "last",
 ) -> BuildResult:
-    """Training records for every usable sample of ``source``, each with its ``prompt_check``, audited."""
+    """Training records for every usable sample of ``source``, each with its ``prompt_check``, audited;
+    ``turns="all"``: one more for each earlier assistant turn of a multi-turn conversation."""
+    from .turn_records import TURN_MODES
+
     if length_cut not in LENGTH_CUT_MODES:
         raise ValueError(f"length_cut: expected one of {', '.join(LENGTH_CUT_MODES)}, got {length_cut!r}")
-    result = BuildResult(audit=MaskAudit(length_cut=length_cut))
+    if turns not in TURN_MODES:
+        raise ValueError(f"turns: expected one of {', '.join(TURN_MODES)}, got {turns!r}")
+    result = BuildResult(audit=MaskAudit(length_cut=length_cut), turns=turns)
     kind = "capture" if source.kind == "golden" else "reconstruction"
     renderer = PromptJudge(profile, tokenizer)  # the model's template, or openai-harmony for gpt-oss; tool sets cached
     for line, sample_id, sample in _input_samples(source):
@@ -266,6 +274,25 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
     turns = history_rerendered(sample.messages, sample.tools, prompt_ids, profile, tokenizer, render) if has_history else []
     result.audit.note_history(f"{where} (id {sample.id!r})", turns, has_history)
     result.records.append(record)
+    if has_history and result.turns == "all":
+        _add_turn_records(sample, where, profile, tokenizer, result, renderer)
+
+
+def _add_turn_records(sample: _Sample, where: str, profile: Profile, tokenizer: Tokenizer, result: BuildResult,
+                      renderer: PromptJudge) -> None:
+    """The records of a conversation's earlier assistant turns (turn_records.py), each audited like any."""
+    from .turn_records import turn_records
+
+    records, problems = turn_records(sample.id, sample.messages, sample.tools, sample.chat_template_kwargs, profile, tokenizer, renderer)
+    for problem in problems:
+        result.leave_out(where, sample.id, f"earlier assistant turn {problem}")
+    for record in records:
+        why = result.audit.check(record, "stop", False, profile)
+        if why:
+            result.leave_out(where, record["id"], why)
+            continue
+        result.records.append(record)
+        result.turn_records += 1
 
 
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
