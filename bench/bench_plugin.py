@@ -9,6 +9,12 @@ Texts are prose and code taken from the installed packages' docs and sources (re
 prose, content = code), encoded with the real Kimi tokenizer; a share of samples carries one
 harmless re-split (accepted by the manifest's policy), as real model output does.
 
+Every sample has a prompt of realistic length (issue 23): a user turn of prose, a system turn from a
+small pool in half of them, and in 60% a tool set drawn from B1's real tool sets; its prompt_ids are what
+the family's own template renders (Kimi K2.5: tools declared in TypeScript, as its tokenizer does), and the
+suite renders and checks each one. The raw baseline encodes the prompt texts too (special tokens allowed,
+as the engine), and ``--modes lone-prompts-off`` runs the suite without its prompt verdicts.
+
 Qwen3 samples are ``<think>`` reasoning ``</think>`` content ``<|im_end|>``; DeepSeek-V3's are content
 (prose, then code) and ``<｜end▁of▁sentence｜>``.
 
@@ -38,7 +44,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +92,8 @@ def make_dataset(folder: Path, manifest: dict, n: int, tokens: int, split_share:
     prose, code = text_pools()
     rng = random.Random(seed)
     spans = []  # (prose start, prose end, code start, code end): the texts, without holding them
+    prompts: list[str] = []  # each sample's rendered prompt text
+    conversation = Conversations(profile, tok, prose, rng)
     n_tokens = 0
     write_dataset(folder, manifest, [])
     with open(folder / "samples.jsonl", "w", encoding="utf-8") as f:
@@ -100,9 +108,46 @@ def make_dataset(folder: Path, manifest: dict, n: int, tokens: int, split_share:
                 parts[-1] = _one_resplit(tok, parts[-1])
             ids = _layout(parts, profile)
             n_tokens += len(ids)
-            sample = {"id": f"b{i:06d}", "output_ids": ids, "finish_reason": "stop"}
+            messages, tools, prompt = conversation()
+            prompts.append(prompt)
+            sample = {"id": f"b{i:06d}", "messages": messages, **({"tools": tools} if tools else {}),
+                      "prompt_ids": tok.encode(prompt), "output_ids": ids, "finish_reason": "stop"}
             f.write(json.dumps(sample, ensure_ascii=False, separators=(",", ":")) + "\n")
-    return tok, n_tokens, Texts(prose, code, spans, family)
+    return tok, n_tokens, Texts(prose, code, spans, family, prompts)
+
+
+SYSTEM_TURNS = (
+    "You are a helpful assistant.",
+    "You are a careful software engineer. Answer with working code and a short explanation.",
+    "You are Kimi, an AI assistant created by Moonshot AI. Be concise; use tools when they help.",
+    "You answer questions about the user's calendar, travel and finances. Never invent data: call a tool.",
+    "Reply in the language of the question. Prefer bullet points for lists and tables for comparisons.",
+)
+
+
+class Conversations:
+    """Realistic prompts: a prose user turn (100-1,500 characters), a system turn from SYSTEM_TURNS in
+    half of them, and one of B1's real tool sets in 60%; rendered by the family's own template."""
+
+    def __init__(self, profile, tok, prose: str, rng: random.Random):
+        from pipeline.core.render import render_text
+
+        self.render = lambda messages, tools: render_text(messages, tools, profile, tok)
+        self.prose, self.rng = prose, rng
+        with open(ROOT / "golden" / "B1_glaive" / "samples.jsonl", encoding="utf-8") as f:
+            sets = {json.dumps(s["tools"]): s["tools"] for s in map(json.loads, f) if s.get("tools")}
+        self.tool_sets = list(sets.values())
+
+    def __call__(self) -> tuple[list[dict], list | None, str]:
+        rng = self.rng
+        n = int(rng.uniform(100, 1500))
+        start = rng.randrange(0, len(self.prose) - n)
+        text = self.prose[start : start + n].replace("<|", "< |").replace("<think>", "").replace("</think>", "")
+        messages = [{"role": "user", "content": text}]
+        if rng.random() < 0.5:
+            messages.insert(0, {"role": "system", "content": rng.choice(SYSTEM_TURNS)})
+        tools = rng.choice(self.tool_sets) if rng.random() < 0.6 else None
+        return messages, tools, self.render(messages, tools)
 
 
 def _one_resplit(tok, ids: list[int]) -> list[int]:
@@ -144,6 +189,7 @@ class Texts:
     code: str
     spans: list
     family: str = "kimi-k2.5"
+    prompts: list = field(default_factory=list)  # rendered prompt texts (encoded with special tokens)
 
     def __iter__(self):
         for span in self.spans:
@@ -159,17 +205,23 @@ def raw_encoder(tok):
 
 
 def raw_encode_seconds(tok, texts: Texts, passes: int = 2) -> tuple[float, float]:
-    """The goal's baseline: the raw encoder on every text on one thread, best of ``passes`` (wall, CPU).
-    Texts are cut from the pools in blocks outside the timed part."""
+    """The goal's baseline: the raw encoder on every output text, and on every prompt text with special
+    tokens allowed (as the engine), on one thread, best of ``passes`` (wall, CPU). Texts are cut from the
+    pools in blocks outside the timed part."""
     encode = raw_encoder(tok)
+    backend = getattr(tok, "backend", None)
+    encode_prompt = tok.encode if backend is None else (lambda text: backend.encode(text, add_special_tokens=False).ids)
     best, best_cpu = float("inf"), float("inf")
     for _ in range(passes):
         wall = cpu = 0.0
         for start in range(0, len(texts.spans), 1000):
             block = list(Texts(texts.prose, texts.code, texts.spans[start : start + 1000], texts.family))
+            prompts = texts.prompts[start : start + 1000]
             t, c = time.perf_counter(), time.process_time()
             for text in block:
                 encode(text)
+            for text in prompts:
+                encode_prompt(text)
             wall, cpu = wall + time.perf_counter() - t, cpu + time.process_time() - c
         best, best_cpu = min(best, wall), min(best_cpu, cpu)
     return best, best_cpu
@@ -251,12 +303,16 @@ def judge_breakdown(dataset: Path, family: str = "kimi-k2.5", n: int = 500) -> s
     rebuild = time.process_time() - c
     c = time.process_time()
     for s in samples:
+        judge.prompts(s)
+    prompt = time.process_time() - c
+    c = time.process_time()
+    for s in samples:
         judge(s)
     whole = time.process_time() - c
     ms = lambda x: 1000 * x / n  # noqa: E731
     return (f"judging, CPU per sample over {n} samples in this process: read and parse {ms(read):.2f} ms, API view (decode) "
-            f"{ms(view):.2f} ms, reconstruction (encode) {ms(rebuild):.2f} ms, the rest of the verdict "
-            f"{ms(whole - view - rebuild):.2f} ms")
+            f"{ms(view):.2f} ms, reconstruction (encode) {ms(rebuild):.2f} ms, prompt verdict (render, encode, compare; "
+            f"first pass) {ms(prompt):.2f} ms, the rest of the verdict {ms(whole - view - rebuild - prompt):.2f} ms")
 
 
 _EMPTY_FUNCTIONS = """
@@ -307,7 +363,7 @@ def pytest_per_test(tmp: Path, n: int, extra: list[str]) -> str:
     return f"pytest's own cost per test, {n:,} empty tests, CPU of the controlling process: " + "; ".join(out)
 
 
-MODES = {"lone": (), "n2": ("-n", "2")}
+MODES = {"lone": (), "n2": ("-n", "2"), "lone-prompts-off": ("--tokfidelity-prompts=off",)}
 
 
 def main() -> int:
@@ -369,9 +425,11 @@ def main() -> int:
                   f"{raw_cpu:.2f} s CPU ({n_tokens / raw:,.0f} tokens/s)")
         ratios = {}
         for mode, runs in results.items():
-            summary = next((line for line in runs[-1].out.splitlines() if line.startswith("BENCH:")), "")
+            lines = runs[-1].out.splitlines()
+            summary = next((line for line in lines if line.startswith("BENCH:")), "")
+            prompts = next((line.strip() for line in lines if line.startswith("  prompts:")), "")
             print(f"pytest {' '.join(MODES[mode]) or '(one process)'}: {describe(runs, raw, raw_cpu)}")
-            print(f"  {summary}")
+            print(f"  {summary}\n  {prompts}")
             ratios[mode] = statistics.median(
                 run.wall / (raws[i][0] if interleaved else raw) for i, run in enumerate(runs)
             )
