@@ -137,6 +137,13 @@ class DatasetRun:
     def _load(self) -> tuple[Judge | None, str | None]:
         if self.manifest is None:
             return None, f"the manifest has no usable profile and tokenizer: {self.manifest_error}"
+        from pipeline.core.names import profile_views
+
+        views = profile_views(self.manifest.profile)
+        if views and self.view not in views:  # a whole-dataset error: said once here, no sample judged
+            field = "--tokfidelity-view" if self.view_override else f"{self.dir / 'manifest.json'}: field 'api_view'"
+            return None, (f"{field}: profile {self.manifest.profile} has no view {self.view!r}; its views: "
+                          f"{', '.join(views)}")
         from pipeline.core.profiles import bind_profile
         from pipeline.core.tokenizer import TokenizerNotFound, load_tokenizer, tokenizer_location
 

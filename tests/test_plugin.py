@@ -548,3 +548,23 @@ def test_sample_tests_take_no_fixtures_and_keep_their_ids(pytester):
     assert [i.name for i in items if not isinstance(i, SampleItem)] == [
         "test_manifest[K1_exact]", "test_vocabulary[K1_exact]", "test_special_tokens[K1_exact]", "test_stop_tokens[K1_exact]",
     ]
+
+
+@pytest.mark.parametrize("how", ["option", "manifest"])
+def test_a_view_the_profile_lacks_is_one_manifest_failure(pytester, how):
+    """Issue 22 item 2: a view the dataset's profile lacks (qwen3 has no sglang-legacy) is one test_manifest
+    failure naming the field and the profile's views; no sample is judged and none shows a traceback."""
+    qwen3 = load_tokenizer("qwen3")
+    extra = {"api_view": "sglang-legacy"} if how == "manifest" else {}
+    m = {**manifest("Q9"), "profile": "qwen3", "tokenizer": "qwen3", **extra}
+    write_dataset(pytester.path / "golden" / "Q9_view", m, [
+        {"id": f"q{i}", "output_ids": qwen3.encode_ordinary(f"answer {i}") + [qwen3.encode("<|im_end|>")[0]],
+         "finish_reason": "stop"} for i in range(3)
+    ])
+    args = ["--tokfidelity-dataset=Q9"] + (["--tokfidelity-view=sglang-legacy"] if how == "option" else [])
+    result = run(pytester, *args)
+    field = "--tokfidelity-view" if how == "option" else "field 'api_view'"
+    result.stdout.fnmatch_lines([f"*{field}: profile qwen3 has no view 'sglang-legacy'; its views: sglang, vllm*"])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "ViewError" not in out and out.count("has no view") <= 3
+    assert result.ret != 0
