@@ -118,3 +118,19 @@ def test_per_profile_parser_is_built_once(kimi, profile):
     assert _bound(profile, "sglang", kimi) is bound and bound.reasoning is not None and bound.tools is not None
     api_view(kimi_ids(kimi, profile, "r", "c"), "stop", profile, kimi)
     assert profile.bound_views["sglang"] is bound
+
+
+def test_every_declared_view_names_registered_parsers():
+    """Each family's views name their parsers as the servers do, and the registry has code for each name."""
+    from pipeline.core.engines import registry
+    from pipeline.core.profiles import PROFILES
+
+    for spec in PROFILES.values():
+        assert "sglang" in spec.views and "vllm" in spec.views, spec.name
+        for name, view in spec.views.items():
+            for kind, parser in (("reasoning", view.reasoning_parser), ("tool", view.tool_parser)):
+                if parser is not None:
+                    assert registry.registered(view.engine, kind, parser), (spec.name, name, kind, parser)
+                    whole = kind == "reasoning" and (view.engine, parser) in registry.WHOLE
+                    assert registry.parser_class(view.engine, "whole" if whole else kind, parser), (spec.name, name)
+    assert not registry.registered("vllm", "tool", "qwen25") and not registry.registered("sglang", "tool", "hermes")
