@@ -42,7 +42,12 @@ def old_regions(self, start, end):
 def old_dropped_by_parser(self, start, end, regions):
     if BETWEEN in regions:
         return True
-    return self.layout is not None and any(not call.complete and start < call.id.start <= end for call in self.layout.tool_calls)
+    if self.layout is None:
+        return False
+    if any(not call.complete and start < call.id.start <= end for call in self.layout.tool_calls):
+        return True
+    # a whole call inside the hunk: one a parser's regex cannot read (vLLM's deepseek_v3, a multi-line call)
+    return any(start <= call.id.start and call.arguments.end <= end for call in self.layout.tool_calls)
 
 
 def old_inside_arguments(self, start, end, gb, rb):
