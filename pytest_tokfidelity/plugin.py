@@ -52,14 +52,14 @@ def _golden_dir(config: pytest.Config) -> Path:
         return Path(config.option.tokfidelity_golden_dir)
     ini = config.getini("tokfidelity_golden_dir")
     golden_dir = config.rootpath / (ini or "golden")
-    if golden_dir.is_relative_to(config.invocation_params.dir):  # shown as the user typed paths: golden/B3/...
-        golden_dir = golden_dir.relative_to(config.invocation_params.dir)
     if not golden_dir.is_dir():
         source = f"ini option tokfidelity_golden_dir = {ini!r}" if ini else "the default: golden/ in pytest's rootdir"
         raise pytest.UsageError(
             f"golden dir {golden_dir} does not exist ({source}, rootdir {config.rootpath}); "
             "make it with one folder per dataset, or pass --tokfidelity-golden-dir=DIR"
         )
+    if golden_dir.is_relative_to(config.invocation_params.dir):  # shown as the user typed paths: golden/B3/...
+        golden_dir = golden_dir.relative_to(config.invocation_params.dir)
     return golden_dir
 
 

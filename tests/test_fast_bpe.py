@@ -144,7 +144,8 @@ def test_fast_equals_tokenizers_on_random_and_adversarial_strings(tok):
 
 def test_long_runs_and_texts_not_in_nfc(tok):
     texts = [" " * 5000 + "x", "\n" * 3000, "a" * 4000, "1" * 3001, "中" * 2000 + "1", "😀" * 500, "e\u0301" * 300,
-             unicodedata.normalize("NFD", "Ångström café naïve ﬁ 한국어"), "\u1100\u1161\u11a8" * 20, "x\u0301\u0301"]
+             unicodedata.normalize("NFD", "Ångström café naïve ﬁ 한국어"), "\u1100\u1161\u11a8" * 20, "x\u0301\u0301",
+             "k\u08cb\u0338"]  # Python 3.11's NFC reorders these marks, tokenizers' does not: its own NFC is used
     _assert_same(tok, texts)
 
 

@@ -235,7 +235,7 @@ def test_manifest_that_is_a_folder_fails_its_own_test(pytester):
     out = result.stdout.str()
     assert "INTERNALERROR" not in out
     assert "P9_dir/manifest.json: is a folder" in out
-    assert "P9_good: 1 samples" in out and record(pytester, "P9_good")["status"] == "open"
+    assert "P9_good: 1 sample:" in out and record(pytester, "P9_good")["status"] == "open"
 
 
 def test_new_first_option_is_a_located_usage_error(pytester):

@@ -79,7 +79,7 @@ def test_the_readme_quick_start_in_a_fresh_install(installed, tmp_path):
     assert str(installed) in where.stdout, f"the fresh install did not import its own copy: {where.stdout}{where.stderr}"
     run = _run([str(installed / "bin" / "pytest"), "--tokfidelity-dataset=hello"], cwd=project, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "hello: 3 samples, 3 exact" in run.stdout and "gate: open" in run.stdout
+    assert "hello: 3 samples: 3 exact" in run.stdout and "gate: open" in run.stdout
     check = _run([str(installed / "bin" / "tokfidelity"), "gate", "check", "--dataset", "hello"], cwd=project, env=env)
     assert check.returncode == 0, check.stdout + check.stderr
     version = _run([str(installed / "bin" / "tokfidelity"), "--version"], cwd=project, env=env)

@@ -245,7 +245,7 @@ def test_verdicts_pickle_to_equal_verdicts():
         back = pickle.loads(pickle.dumps(v))
         assert back == v and type(back) is Verdict
         assert [type(getattr(back, f)) for f in Verdict.__slots__] == [type(getattr(v, f)) for f in Verdict.__slots__]
-    assert verdicts[0].__reduce__()[1] == ("a", 1, 3371)  # an exact verdict: its id, line and length only
+    assert verdicts[0].__reduce__()[1] == ("a", 1, 3371, "")  # an exact verdict: its id, line, length and prompt side
     assert all(len(v.__reduce__()[1]) == len(Verdict.__slots__) for v in verdicts[1:])
 
 

@@ -199,11 +199,14 @@ def test_a_lost_think_end_heads_the_sample_as_a_marker_problem_never_a_harmless_
     judge = Judge(profile, kimi, "sglang", {"non-canonical-split": 1.0})  # re-splits accepted by policy
     verdict = judge(GoldenSample(id="m", output_ids=ids, finish_reason="stop", line=1))
     assert verdict.kind == DIVERGENT  # never accepted by policy
-    assert verdict.classes[0] == "special-token-id", verdict.classes
+    # The headline is a marker class (the vllm views' think-not-closed names a reasoning whose </think> is
+    # missing, as here), never the harmless re-split, and its advice comes first.
+    headline = verdict.classes[0]
+    assert headline in ("special-token-id", "think-not-closed"), verdict.classes
     report = verdict.report
-    assert report.startswith("divergence: special-token-id;")
+    assert report.startswith(f"divergence: {headline};")
     advice = report.split("what to do (most severe first):\n")[1].splitlines()
-    assert advice[0].startswith("  special-token-id: a marker or special token")
+    assert advice[0].startswith(f"  {headline}: ") and "non-canonical-split" not in advice[0]
 
 
 def test_audit_golden_flags_a_missing_think_end_and_the_look_alike_in_its_place(tmp_path, capsys):
