@@ -92,26 +92,24 @@ class Pins:
     def changes(self, dataset_dir: str | os.PathLike) -> list[str]:
         """What differs on disk now from what was read ([] when nothing does)."""
         notes = [f"{n} since it was read" for n in changed_files("golden file", self.golden, golden_file_hashes(dataset_dir))]
-        for path, digest in sorted(self.tokenizer.items()):
-            try:
-                now = file_sha256(path)
-            except OSError as e:
-                notes.append(f"tokenizer file {path} cannot be read any more ({e.strerror or type(e).__name__})")
-                continue
-            if now != digest:
-                notes.append(f"tokenizer file {path} changed since it was loaded")
-        return notes + template_changes(self.template, "since it was read")
+        return (notes + _pinned_file_changes("tokenizer file", self.tokenizer, "since it was loaded")
+                + template_changes(self.template, "since it was read"))
 
 
 def template_changes(pinned: Mapping[str, str], when: str) -> list[str]:
     """The pinned chat-template files that differ on disk now, each named."""
+    return _pinned_file_changes("chat template", pinned, when)
+
+
+def _pinned_file_changes(what: str, pinned: Mapping[str, str], when: str) -> list[str]:
+    """The files of ``pinned`` (path -> sha256) that differ on disk now or cannot be read, each named."""
     notes = []
     for path, digest in sorted(pinned.items()):
         try:
             now = file_sha256(path)
         except OSError as e:
-            notes.append(f"chat template {path} cannot be read any more ({e.strerror or type(e).__name__})")
+            notes.append(f"{what} {path} cannot be read any more ({e.strerror or type(e).__name__})")
             continue
         if now != digest:
-            notes.append(f"chat template {path} changed {when}")
+            notes.append(f"{what} {path} changed {when}")
     return notes
