@@ -30,3 +30,12 @@ def kimi():
 @pytest.fixture(scope="session")
 def profile(kimi):
     return bind_profile("kimi-k2.5", kimi)
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_print_as_on_a_desk(monkeypatch):
+    """pytest prints each failure's whole message again in its short summary when ``CI`` or
+    ``BUILD_NUMBER`` is set (and cuts it to the terminal width otherwise). Tests that count a message in
+    a pytester run's output must see the same output on a desk and in CI, so inner runs never see them."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
