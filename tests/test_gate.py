@@ -199,3 +199,13 @@ def test_changed_render_settings_close_the_gate(dataset, tmp_path):
     path.write_text(json.dumps(record))
     status = check(dataset, tmp_path / "state")
     assert not status.open and "the render settings of profile kimi-k2.5 changed" in status.message
+
+
+def test_judged_views_reads_views_and_falls_back_to_the_single_view_of_older_records(dataset, tmp_path):
+    assert gate.judged_views({"views": ["sglang", "vllm"], "view": "sglang"}) == {"sglang", "vllm"}
+    assert gate.judged_views({"view": "vllm"}) == {"vllm"}  # a record written before `views`
+    assert gate.judged_views({"status": "closed"}) == frozenset()
+    assert gate.judged_views(None) == frozenset()
+    assert gate.judged_views({"views": "sglang"}) == frozenset()  # damaged: not a list, never a list of letters
+    open_record(dataset, tmp_path / "state")
+    assert gate.judged_views(gate.read_record(tmp_path / "state", dataset.name)) == {"sglang"}

@@ -39,6 +39,7 @@ __all__ = [
     "library_versions",
     "resolve_dataset_dir",
     "open_command",
+    "judged_views",
     "RECORD_FORMAT",
     "Counts",
     "Completeness",
@@ -239,6 +240,19 @@ def read_record(state_dir: str | os.PathLike | None, dataset: str) -> dict[str, 
     except RecursionError:  # JSON nested deeper than the parser goes: never a record this code wrote
         return {"status": "unreadable", "reason": f"{path}: nested too deeply to be a gate record"}
     return record if isinstance(record, dict) else {"status": "unreadable", "reason": f"{path}: not a JSON object"}
+
+
+def judged_views(record: Mapping[str, Any] | None) -> frozenset[str]:
+    """The views a gate record's run judged the dataset under: its ``views`` list; a record written
+    before runs judged several views has one ``view`` (that one). Empty for no record, or a record
+    naming no view (a closed one): such a gate judged no view."""
+    if not isinstance(record, Mapping):
+        return frozenset()
+    views = record.get("views")
+    if isinstance(views, (list, tuple)):
+        return frozenset(v for v in views if isinstance(v, str) and v)
+    view = record.get("view")
+    return frozenset([view]) if isinstance(view, str) and view else frozenset()
 
 
 def count_samples(samples_file: str | os.PathLike) -> int:
