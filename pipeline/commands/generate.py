@@ -38,6 +38,10 @@ def add_arguments(p):
     p.add_argument("--extra-body", default=None, help="JSON object merged into every request body")
     p.add_argument("--return-token-ids", action="store_true",
                    help='send "return_token_ids": true (vLLM, SGLang): the server\'s ids become the records\' ids and the reconstruction is checked against them')
+    p.add_argument("--view-for", action="append", default=[], metavar="PROVIDER=VIEW",
+                   help="the view (one of the profile's: sglang, vllm, ...) a provider serves with, as responses name it "
+                        "(OpenRouter's 'provider'); repeatable; *=VIEW for every provider not named. Default: the manifest's "
+                        "view; a resumed run takes run.json's 'view_for'. Each record carries its view")
     p.add_argument("--fsync", action="store_true", help="fsync after every record (survives power loss, slower)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -114,6 +118,7 @@ def run(args) -> int:
     try:
         manifest = dataset_manifest(args, status)
         tokenizer, profile = bind_dataset(args.profile or manifest.profile, gated_tokenizer(args, status, manifest))
+        views = _served_views(args, profile, manifest, status)  # a bad --view-for, or run.json's view_for: ViewForError
         prompt_items = list(read_prompts(args.prompts))
         defaults = request_defaults(args)
     except (GoldenError, TokenizerNotFound, ProfileError, PromptError, ValueError) as e:
@@ -133,7 +138,7 @@ def run(args) -> int:
 
     try:
         with folder_lock(args.out, "generate"):  # one run at a time per folder: no sample paid for twice
-            return _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts)
+            return _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts, views)
     except FolderBusy as e:
         return usage_error(str(e))
     except OSError as e:  # --out not writable, a full disk before the first request: nothing was sent
@@ -143,7 +148,34 @@ def run(args) -> int:
         return EXIT_FAILED
 
 
-def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts) -> int:
+def _served_views(args, profile, manifest, status) -> tuple[str, dict[str, str]]:
+    """(the default view, {provider: view}) of this run: --view-for, else the run config (run.json's
+    'view_for', on a resumed run); ViewForError (a ValueError) naming the value, or the file, line and field.
+    Says on stderr which views the gate of the dataset did not judge: the gated stages refuse their records."""
+    from ..stages.generate import RUN_FILE
+    from ..stages.served_views import parse_view_for, view_for_from_run
+
+    view_for = parse_view_for(args.view_for, profile) if args.view_for else None
+    run_path = Path(args.out) / RUN_FILE
+    if view_for is None and run_path.is_file():
+        try:
+            text = run_path.read_text(encoding="utf-8")
+            run = json.loads(text)
+        except ValueError:  # claim_run_folder says so, naming the file
+            run, text = {}, ""
+        view_for = view_for_from_run(run if isinstance(run, dict) else {}, str(run_path), text, profile)
+    view_for = view_for or {}
+    default = manifest.api_view
+    unjudged = sorted(set(view_for.values()) - status.views) if status.views else []
+    for view in unjudged:
+        providers = ", ".join(sorted(p for p, v in view_for.items() if v == view))
+        print(f"tokfidelity generate: note: view {view} (--view-for {providers}) was not judged by the gate of {status.dataset} "
+              f"(judged: {', '.join(sorted(status.views))}): `tokfidelity train` and `hidden-states` will refuse records "
+              f"rebuilt through it; add {view} to the manifest's api_views and run `{status.open_command}`", file=sys.stderr)
+    return default, view_for
+
+
+def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defaults, prompts, bad_prompts, views) -> int:
     from ..stages.client import public_url
     from ..stages.generate import GenerationJob, run_generation, write_summary
     from ..stages.run_folder import GENERATE_KEYS, RunFolderMismatch, claim_run_folder
@@ -162,6 +194,8 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
         "tokenizer_fingerprint": tokenizer.fingerprint,
         "model": args.model,
         "base_url": public_url(base_url),  # never a user:password written to disk
+        "view": views[0],  # the view of providers view_for does not name (the manifest's)
+        "view_for": views[1],  # the run config: which view each provider serves with (--view-for)
     }
     try:
         claim_run_folder(out_dir, run_info, GENERATE_KEYS, KeyMask(api_key))
@@ -181,6 +215,8 @@ def _generate_locked(args, manifest, tokenizer, profile, base_url, api_key, defa
         timeout=args.timeout,
         retry_base_delay=args.retry_base_delay,
         fsync=args.fsync,
+        default_view=views[0],
+        view_for=views[1],
     )
     from tqdm import tqdm
 
@@ -221,6 +257,12 @@ def _report(result, job, n_prompts: int, n_bad_prompts: int) -> int:
               f"{engine['reconstruction_differs']} differ" + (f" ({classes})" if classes else ""), file=sys.stderr)
     if t.prompt_render.get("differs"):
         print(f"  {t.prompt_render['differs']} records: the server's prompt ids differ from our rendering (see 'prompt_render')", file=sys.stderr)
+    for line in t.views.lines():
+        print(line, file=sys.stderr)
+    seen = set(t.views.providers)
+    for name in sorted(set(job.view_for) - seen - {"*"}):
+        print(f"  --view-for {name}={job.view_for[name]}: no record names provider {name!r} (providers seen: "
+              f"{', '.join(sorted(seen)) or 'none'}); check its spelling against the responses' 'provider'", file=sys.stderr)
     if len(t.by_provider) > 1 or any(name != "(not named)" for name in t.by_provider):
         for name, pt in sorted(t.by_provider.items()):
             print(f"  provider {name}: {pt.samples} records, " + ", ".join(f"{k} {v}" for k, v in pt.checks.items() if v), file=sys.stderr)

@@ -73,6 +73,7 @@ class GateStatus:
     unknown: bool = False  # the name matches no dataset, or several: a usage error, not a closed gate
     tokenizer: str | None = None  # the tokenizer the check loaded (an override, else where the record found it)
     prompts_checked: bool = True  # False: opened by a run with --tokfidelity-prompts=off
+    views: frozenset[str] = frozenset()  # open: the views the green run judged (judged_views)
 
     def __bool__(self) -> bool:
         return self.open
@@ -434,6 +435,7 @@ def check_gate(
         command,
         tokenizer=checked,
         prompts_checked=not off,
+        views=judged_views(record),
     )
 
 

@@ -23,7 +23,9 @@ and the reconstruction is judged against the engine's ids by the suite's own jud
 (``pipeline.stages.engine_check``): a difference is ``check: reconstruction_differs`` with the
 ``divergence`` (classes, hunks, the snapshot signature); such a record is still usable. OpenRouter's
 ``provider`` and ``native_finish_reason`` are kept per record; the summary counts checks, divergence
-classes and ids sources overall and per provider.
+classes and ids sources overall and per provider. Each record carries the ``view`` its provider serves
+with (``--view-for``; ``pipeline.stages.served_views``) and, with engine ids, ``views_reproduce``: which of
+the profile's views give back the response's text; the summary's ``views_by_provider`` counts them.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ..core.jsonl import JsonLineError, json_lines
 from ..core.profiles import Profile
 from .prompts import Prompt
 from .secrets import KeyMask
+from .served_views import ViewMatrix, view_of, views_reproduce
 from ..core.reconstruct import ReconstructionError, reconstruct_output_ids
 from ..core.responses import ResponseError, parse_response
 from ..core.tokenizer import Tokenizer
@@ -89,6 +92,7 @@ class Totals:
     divergence_hunks: dict[str, int] = field(default_factory=dict)  # class -> hunks
     prompt_render: dict[str, int] = field(default_factory=dict)  # same | differs (server prompt ids vs ours)
     by_provider: dict[str, "Totals"] = field(default_factory=dict)
+    views: ViewMatrix = field(default_factory=ViewMatrix)  # provider x view: served with, responses reproduced
 
     def add(self, record: Mapping[str, Any], *, per_provider: bool = True) -> None:
         self.samples += 1
@@ -115,6 +119,7 @@ class Totals:
             key = "same" if render == "same" else "differs"
             self.prompt_render[key] = self.prompt_render.get(key, 0) + 1
         if per_provider:
+            self.views.add(record)
             name = record.get("provider") if isinstance(record.get("provider"), str) else "(not named)"
             self.by_provider.setdefault(name, Totals()).add(record, per_provider=False)
 
@@ -150,6 +155,8 @@ class Totals:
             }
         if self.prompt_render:
             out["prompt_render"] = dict(self.prompt_render)
+        if self.views.providers:
+            out["views_by_provider"] = self.views.as_dict()
         if self.by_provider:
             out["by_provider"] = {name: t.as_dict() for name, t in sorted(self.by_provider.items())}
         return out
@@ -176,14 +183,17 @@ def _native_finish(body: Mapping[str, Any]) -> Any:
     return choices[0].get("native_finish_reason") if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) else None
 
 
-def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, tokenizer: Tokenizer, judge: Judge | None = None) -> dict[str, Any]:
-    """The record for one response: its ids (the engine's when returned, else reconstructed) and the checks."""
+def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, tokenizer: Tokenizer, judge: Judge | None = None,
+                 view: str | None = None) -> dict[str, Any]:
+    """The record for one response: its ids (the engine's when returned, else reconstructed) and the checks;
+    ``view``: the view its provider serves with (recorded; None: not recorded). With the engine's ids, which
+    of the profile's views reproduce the response's text (``views_reproduce``)."""
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
     record: dict[str, Any] = {"id": prompt.id, "messages": prompt.messages}
     if prompt.tools:
         record["tools"] = prompt.tools
     output_ids = finish = detail = turn = None
-    divergence = None
+    divergence = reproduce = None
     try:
         returned = returned_ids(body)
     except EngineIdsError as e:
@@ -200,6 +210,7 @@ def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, toke
         record["prompt_ids"] = returned.prompt_ids
         record["prompt_render"] = prompt_render_result(prompt, returned, profile, tokenizer)
         if detail is None:
+            reproduce = views_reproduce(output_ids, turn, profile, tokenizer)
             comparison = compare_engine_ids(prompt.id, output_ids, finish, body, judge or Judge(profile, tokenizer, "sglang"))
             check, detail = _usage_check(len(output_ids), usage, "the server returned")
             if check == "ok" and not comparison.exact:
@@ -218,6 +229,7 @@ def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, toke
     record.update(
         model=body.get("model"),
         provider=body.get("provider"),
+        **({"view": view} if view is not None else {}),
         native_finish_reason=_native_finish(body),
         finish_reason=finish,
         output_ids=output_ids,
@@ -226,6 +238,8 @@ def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, toke
     )
     if divergence:
         record["divergence"] = divergence
+    if reproduce is not None:
+        record["views_reproduce"] = reproduce
     if detail:
         record["check_detail"] = detail
     record["response"] = body
@@ -318,6 +332,8 @@ class GenerationJob:
     timeout: float = 600.0
     retry_base_delay: float = 0.5
     fsync: bool = False
+    default_view: str | None = None  # the view of providers --view-for does not name (the manifest's)
+    view_for: Mapping[str, str] = field(default_factory=dict)  # provider -> view (served_views.view_of)
 
     @property
     def mask(self) -> KeyMask:
@@ -376,7 +392,8 @@ def run_generation(
                         if e.status in (401, 402, 403):  # every other request would fail the same way
                             result.stopped_early = str(e)
                         continue
-                    record = check_record(prompt, answer.body, job.profile, job.tokenizer, judge)
+                    view = view_of(answer.body.get("provider"), job.view_for, job.default_view) if job.default_view else None
+                    record = check_record(prompt, answer.body, job.profile, job.tokenizer, judge, view)
                     record["attempts"] = answer.attempts
                     try:
                         writer.write(record)

@@ -20,7 +20,9 @@ from .secrets import KeyMask
 __all__ = ["RunFolderMismatch", "claim_run_folder", "RUN_FILE", "GENERATE_KEYS"]
 
 RUN_FILE = "run.json"
-GENERATE_KEYS = ("dataset", "profile", "tokenizer_fingerprint", "model")  # what a generation record's ids depend on
+GENERATE_KEYS = ("dataset", "profile", "tokenizer_fingerprint", "model", "view_for")  # what a generation record means
+# Keys later versions added: a run.json written before holds none, and means this.
+_ABSENT = {"view_for": {}}
 
 
 class RunFolderMismatch(TokfidelityError, ValueError):
@@ -42,11 +44,11 @@ def claim_run_folder(out_dir: Path, run_info: Mapping[str, Any], keys: Sequence[
             f"{run_path} is not readable as a JSON object, so the records in {out_dir} cannot be matched to this run; "
             "restore it, or use another --out folder",
         )
-    differing = [k for k in keys if previous.get(k) != run_info[k]]
+    differing = [k for k in keys if previous.get(k, _ABSENT.get(k)) != run_info[k]]
     if differing:
         raise RunFolderMismatch(
             f"{out_dir} holds generations made with other settings "
-            f"({', '.join(f'{k}: {previous.get(k)!r} now {run_info[k]!r}' for k in differing)}); "
+            f"({', '.join(f'{k}: {previous.get(k, _ABSENT.get(k))!r} now {run_info[k]!r}' for k in differing)}); "
             "use another --out folder so the two runs do not mix"
         )
     return run_path
