@@ -30,7 +30,7 @@ for p in (ROOT, ROOT / "scripts"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from kimi_golden import b1_glaive, b3_magicoder  # noqa: E402
+from kimi_golden import b1_glaive, b1_multi_turn, b3_magicoder  # noqa: E402
 from kimi_golden.kimi_turn import (  # noqa: E402
     Call,
     KimiIds,
@@ -370,11 +370,14 @@ def build_all(tokenizer_spec: str = TOKENIZER):
     folder, _ = resolve_tokenizer_dir(tokenizer_spec)
     folder = folder if folder.is_dir() else folder.parent
     kimi = KimiIds(tokenizer, bind_profile(PROFILE, tokenizer), load_template(folder))
-    b1 = finish_dataset(kimi, b1_glaive.build(kimi), B1_QUIRKS)
+    single = b1_glaive.build(kimi)
+    b1 = finish_dataset(kimi, single + b1_multi_turn.build(kimi, start=len(single)), B1_QUIRKS)
     b3 = finish_dataset(kimi, b3_magicoder.build(kimi), B3_QUIRKS)
     return {
         "B1_glaive": (manifest("B1_glaive", "Kimi K2.5 tool-calling turns (glaive-function-calling style): one or "
-                               "several calls, empty content, nested arguments, unusual spacing, non-ASCII values.", b1), b1),
+                               "several calls, empty content, nested arguments, unusual spacing, non-ASCII values; and multi-turn "
+                               "conversations with tool results (1-3 rounds, parallel calls, earlier answers whose "
+                               "reasoning the template drops), the answer or the next round's calls as output.", b1), b1),
         "B3_magicoder": (manifest("B3_magicoder", "Kimi K2.5 coding turns (Magicoder style): code blocks with tabs "
                                   "and space runs, long reasoning, CJK comments, diffs, JSON.", b3), b3),
     }

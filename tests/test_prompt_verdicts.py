@@ -102,6 +102,39 @@ def test_reasoning_kept_in_a_kimi_history_turn_is_a_history_divergence(pytester)
     assert record(pytester, "T4_hist")["status"] == "closed"
 
 
+def kept_reasoning_tool_conversation() -> tuple[dict, int]:
+    """One of B1's multi-turn conversations with tool results whose earlier answer's reasoning (and that of the
+    tool-call turn before it) Kimi K2.5's template drops; its golden prompt made with preserve_thinking, as if
+    the engine had kept it. Returns the sample and the first assistant turn whose reasoning was kept."""
+    tok, profile = bind_dataset("kimi-k2.5", "kimi-k2.5")
+    for sample in golden_lines("B1_glaive").values():
+        messages = sample["messages"]
+        plain = [i for i, m in enumerate(messages) if m["role"] == "assistant" and not m.get("tool_calls")]
+        kept = [i for i, m in enumerate(messages) if m["role"] == "assistant" and m.get("reasoning_content") and plain and i <= plain[-1]]
+        if messages[0]["role"] == "system" and kept and messages[kept[0]].get("tool_calls") and messages[kept[0] + 1]["role"] == "tool":
+            break
+    else:
+        raise AssertionError("B1 has no conversation with a tool round whose reasoning the template drops")
+    assert sample["prompt_ids"] == render_prompt(messages, sample["tools"], profile, tok)  # as shipped: dropped
+    sample["prompt_ids"] = render_prompt(messages, sample["tools"], profile, tok, chat_template_kwargs={"preserve_thinking": True})
+    assert sample["prompt_ids"] != render_prompt(messages, sample["tools"], profile, tok)
+    return sample, kept[0]
+
+
+def test_reasoning_kept_in_a_kimi_tool_call_history_turn_is_a_history_divergence(pytester):
+    """The same planted failure on a conversation with tool results: the kept reasoning is that of a tool-call
+    turn (its results follow), named by its message index after the system turn."""
+    sample, turn = kept_reasoning_tool_conversation()
+    make(pytester, "T9_tools", "B1_glaive", [sample])
+    result = run(pytester, "--tokfidelity-dataset=T9")
+    result.assert_outcomes(passed=4, failed=1)
+    out = failure_text(result)
+    assert f"prompt divergence [history] in the history: assistant turn {turn} (messages[{turn}])" in out
+    assert "preserve_thinking" in out
+    assert "prompts: 0 exact, 0 reviewed, 1 new divergence" in out
+    assert record(pytester, "T9_tools")["status"] == "closed"
+
+
 # -- reviewed as snapshots, counted, summarised -------------------------------------------------------
 def test_a_prompt_divergence_is_reviewable_as_a_snapshot_entry(pytester):
     path = make(pytester, "T5_snap", "B3_magicoder", [kept_reasoning_sample()])
