@@ -5,6 +5,7 @@ gated stages refuse records rebuilt through a view the gate did not judge. Real 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,93 @@ def test_a_view_for_naming_no_provider_seen_is_said(tmp_path, golden, capsys):
 def test_star_is_every_provider_not_named_and_unnamed_responses(tmp_path, golden):
     generate(tmp_path, golden, EngineIdsChat("vllm", provider=None), ["plain"], "--view-for", "*=vllm", "--view-for", "Other=sglang")
     assert records(tmp_path / "out")["p0"]["view"] == "vllm"
+
+
+# -- build pins each record's view; the gated stages refuse a view the gate did not judge ------------------
+def built(tmp_path, golden, *more) -> Path:
+    """VllmHost (--view-for vllm) and SglangHost (the manifest's sglang) records, reconstructed from text, built."""
+    generate(tmp_path, golden, TwoProviders(("none", "none")), ["plain [vllm]", "plain", "plain again"], "--view-for", "VllmHost=vllm", *more)
+    assert main(["build", "--in", str(tmp_path / "out"), "--out", str(tmp_path / "train"), "--no-progress"]) == 0
+    return tmp_path / "train"
+
+
+def stage_args(stage: str, tmp_path: Path, golden: Path, data: Path) -> tuple[list[str], Path]:
+    marker = tmp_path / "ran"
+    command = f"{sys.executable} -c \"import pathlib; pathlib.Path(r'{marker}').write_text('ran')\" {{data}}"
+    return [stage, "--dataset", "T9", "--golden-dir", str(golden), "--state-dir", str(tmp_path / "state"), "--data", str(data),
+            "--out", str(tmp_path / f"{stage}-out"), "--command", command], marker
+
+
+def judge_also(tmp_path: Path, *views: str) -> None:
+    """The gate record as a run that judged T9 under several views writes it (its "views")."""
+    path = tmp_path / "state" / "gates" / "T9_smollm2.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "views": [record["view"], *views]}))
+
+
+def test_build_carries_each_records_view_and_pins_the_counts(tmp_path, golden, capsys):
+    data = built(tmp_path, golden)
+    rows = {r["id"]: r for r in map(json.loads, (data / "train.jsonl").read_text().splitlines())}
+    assert {k: (r["source"], r["view"]) for k, r in rows.items()} == {
+        "p0": ("reconstruction", "vllm"), "p1": ("reconstruction", "sglang"), "p2": ("reconstruction", "sglang")}
+    meta = json.loads((data / "export.json").read_text())
+    assert meta["views"] == {"rebuilt": {"sglang": 2, "vllm": 1}, "engine": {}}
+    assert "views: records rebuilt from text through sglang 2, vllm 1; with the engine's own ids, served through none" in capsys.readouterr().err
+
+
+def test_build_counts_engine_ids_apart(tmp_path, golden):
+    generate(tmp_path, golden, TwoProviders(), ["plain [vllm]", "plain"], "--view-for", "VllmHost=vllm", "--return-token-ids")
+    assert main(["build", "--in", str(tmp_path / "out"), "--out", str(tmp_path / "train"), "--no-progress"]) == 0
+    assert json.loads((tmp_path / "train" / "export.json").read_text())["views"] == {"rebuilt": {}, "engine": {"sglang": 1, "vllm": 1}}
+
+
+@pytest.mark.parametrize("stage", ["train", "hidden-states"])
+def test_gated_stages_refuse_records_rebuilt_through_a_view_the_gate_did_not_judge(tmp_path, golden, capfd, stage):
+    data = built(tmp_path, golden)
+    capfd.readouterr()
+    args, marker = stage_args(stage, tmp_path, golden, data)
+    code = main(args)
+    err = capfd.readouterr().err
+    assert code == 2 and not marker.exists() and not (tmp_path / f"{stage}-out").exists()
+    assert (f"{data / 'export.json'}: records rebuilt from the text of a view the gate of T9_smollm2 did not judge "
+            "(1 through view vllm; judged: sglang). Judge the dataset under vllm: add vllm to the manifest's api_views "
+            "and run `pytest --tokfidelity-dataset=T9_smollm2") in err
+    judge_also(tmp_path, "vllm")  # judged under both: the same data runs
+    assert main(args) == 0 and marker.exists(), capfd.readouterr().err
+
+
+def test_engine_ids_through_an_unjudged_view_are_not_refused(tmp_path, golden, capfd):
+    generate(tmp_path, golden, TwoProviders(), ["plain [vllm]"], "--view-for", "VllmHost=vllm", "--return-token-ids")
+    assert main(["build", "--in", str(tmp_path / "out"), "--out", str(tmp_path / "train"), "--no-progress"]) == 0
+    args, marker = stage_args("train", tmp_path, golden, tmp_path / "train")
+    assert main(args) == 0 and marker.exists(), capfd.readouterr().err  # the engine's own ids: no view between
+
+
+def test_data_from_before_views_were_recorded_is_taken_as_the_manifests_view(tmp_path, golden, capfd):
+    """A build from before export.json counted views (and generate records without a view) are taken as rebuilt
+    through the manifest's view: the one view a gate judged then, and the one generate assumed."""
+    data = built(tmp_path, golden)
+    meta = json.loads((data / "export.json").read_text())
+    del meta["views"]
+    (data / "export.json").write_text(json.dumps(meta))  # export.json pins the other files, not itself
+    capfd.readouterr()
+    args, marker = stage_args("train", tmp_path, golden, data)
+    assert main(args) == 0 and marker.exists()
+    assert "3 records record no view (generated or built before views were recorded): taken as rebuilt through the manifest's view sglang" in capfd.readouterr().err
+    # a manifest whose view the gate did not judge: refused, saying what was assumed
+    path = tmp_path / "state" / "gates" / "T9_smollm2.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "views": ["vllm"]}))
+    args, marker = stage_args("hidden-states", tmp_path, golden, data)
+    assert main(args) == 2
+    err = capfd.readouterr().err
+    assert "(3 through view sglang; judged: vllm); 3 records record no view" in err
+
+
+def test_a_damaged_views_field_is_named(tmp_path, golden, capsys):
+    data = built(tmp_path, golden)
+    meta = json.loads((data / "export.json").read_text())
+    (data / "export.json").write_text(json.dumps({**meta, "views": {"rebuilt": ["vllm"]}}))
+    capsys.readouterr()
+    args, marker = stage_args("train", tmp_path, golden, data)
+    assert main(args) == 2 and not marker.exists()
+    assert "export.json: field 'views.rebuilt': expected an object" in capsys.readouterr().err

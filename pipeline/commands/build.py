@@ -64,7 +64,36 @@ def run(args) -> int:
             print(f"  {where}: {diagnosis}", file=sys.stderr)
         return EXIT_FAILED
 
-    meta = {
+    meta = _export_meta(args, source, profile, tokenizer, result)
+    path = write_export(args.out, result.records, meta, result.left_out_rows)
+    print(
+        f"tokfidelity build: {meta['samples']} records ({meta['tokens']} tokens, {meta['loss_tokens']} with loss) -> {path}; "
+        f"{result.prompt_checked} prompts checked against golden prompt_ids; {len(result.left_out)} samples left out"
+        f" (see {args.out}/{EXPORT_META_FILE} and {LEFT_OUT_FILE})",
+        file=sys.stderr,
+    )
+    checks = result.prompt_checks
+    print(
+        f"prompt check (rendered prompt vs {'golden prompt_ids' if source.kind == 'golden' else 'usage.prompt_tokens'}): {checks['ok']} ok, {checks['prompt_mismatch']} prompt_mismatch "
+        f"({'exported: --keep-prompt-mismatch' if args.keep_prompt_mismatch else 'left out'}), {checks['unknown']} unknown",
+        file=sys.stderr,
+    )
+    print(result.audit.summary(), file=sys.stderr)
+    if source.kind == "generations":
+        rebuilt, engine = (", ".join(f"{v} {n}" for v, n in sorted(result.views[k].items())) or "none" for k in ("rebuilt", "engine"))
+        print(f"views: records rebuilt from text through {rebuilt}; with the engine's own ids, served through {engine}", file=sys.stderr)
+    for example in result.audit.history_examples:
+        print(f"  re-rendered history {example}", file=sys.stderr)
+    for where, why in result.left_out[:10]:
+        print(f"  left out {where}: {why}", file=sys.stderr)
+    if len(result.left_out) > 10:
+        print(f"  ... and {len(result.left_out) - 10} more", file=sys.stderr)
+    return EXIT_FAILED if result.left_out else EXIT_OK
+
+
+def _export_meta(args, source, profile, tokenizer, result) -> dict:
+    """export.json's fields (write_export adds the file pins)."""
+    return {
         "format": "tokfidelity-train-1",
         "fields": {"input_ids": "prompt ids then output ids", "loss_mask": "0 on the prompt, 1 on the output",
                    "prompt_len": "number of prompt ids", "source": "capture (engine ids) or reconstruction (from API text)"},
@@ -81,30 +110,12 @@ def run(args) -> int:
         "turns": args.turns,
         "turn_records": result.turn_records,
         "mask_audit": result.audit.as_dict(),
+        # generate input: records per view their text came through, "rebuilt" (ids from that text: `train` and
+        # `hidden-states` refuse a view the gate did not judge) and "engine" (the engine's own ids)
+        **({"views": result.views} if source.kind == "generations" else {}),
         "tokens": sum(len(r["input_ids"]) for r in result.records),
         "loss_tokens": sum(len(r["input_ids"]) - r["prompt_len"] for r in result.records),
     }
-    path = write_export(args.out, result.records, meta, result.left_out_rows)
-    print(
-        f"tokfidelity build: {meta['samples']} records ({meta['tokens']} tokens, {meta['loss_tokens']} with loss) -> {path}; "
-        f"{result.prompt_checked} prompts checked against golden prompt_ids; {len(result.left_out)} samples left out"
-        f" (see {args.out}/{EXPORT_META_FILE} and {LEFT_OUT_FILE})",
-        file=sys.stderr,
-    )
-    checks = result.prompt_checks
-    print(
-        f"prompt check (rendered prompt vs {'golden prompt_ids' if source.kind == 'golden' else 'usage.prompt_tokens'}): {checks['ok']} ok, {checks['prompt_mismatch']} prompt_mismatch "
-        f"({'exported: --keep-prompt-mismatch' if args.keep_prompt_mismatch else 'left out'}), {checks['unknown']} unknown",
-        file=sys.stderr,
-    )
-    print(result.audit.summary(), file=sys.stderr)
-    for example in result.audit.history_examples:
-        print(f"  re-rendered history {example}", file=sys.stderr)
-    for where, why in result.left_out[:10]:
-        print(f"  left out {where}: {why}", file=sys.stderr)
-    if len(result.left_out) > 10:
-        print(f"  ... and {len(result.left_out) - 10} more", file=sys.stderr)
-    return EXIT_FAILED if result.left_out else EXIT_OK
 
 
 def _prompts_off_gate(folder: str, state_dir: str | None) -> str | None:

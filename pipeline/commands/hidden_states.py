@@ -38,7 +38,9 @@ def run(args) -> int:
     from .gated import dataset_manifest
 
     try:
-        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
+        manifest = dataset_manifest(args, status)
+        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status.dataset,
+                                         status.views, manifest.api_view, status.open_command)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
         if args.command and args.format != "safetensors":

@@ -31,7 +31,9 @@ def run(args) -> int:
     from .gated import dataset_manifest
 
     try:
-        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, dataset_manifest(args, status)), status.dataset)
+        manifest = dataset_manifest(args, status)
+        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status.dataset,
+                                         status.views, manifest.api_view, status.open_command)
         values = {"data": str(train), "out": str(Path(args.out)), "hidden_states": str(Path(args.hidden_states or ""))}
         if problem := out_folder_problem(args.out):
             raise ValueError(problem)

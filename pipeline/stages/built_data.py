@@ -14,7 +14,7 @@ from typing import Any
 from ..core.files import open_input, read_input
 from ..core.tokenizer import Tokenizer
 from .export import EXPORT_META_FILE as EXPORT_META
-from .export import TRAIN_FILE
+from .export import NOT_RECORDED, TRAIN_FILE
 
 __all__ = ["data_paths", "check_built_with", "gated_build", "file_pin", "EXPORT_META", "TRAIN_FILE"]
 
@@ -83,28 +83,74 @@ def _verify_files(build_dir: Path, meta_path: Path, files: Any) -> list[str]:
     return verified
 
 
-def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str) -> str:
-    """The records must come from the tokenizer the gate of ``dataset`` verified, and every file of the
-    build folder must be the one ``tokfidelity build`` wrote (sha256 and rows pinned in export.json):
-    ValueError naming the file otherwise. Returns what was verified (each file hashed once), to print."""
+def _view_problem(meta_path: Path, meta: dict[str, Any], judged: frozenset[str], assumed: str, dataset: str,
+                  open_command: str) -> tuple[str | None, str]:
+    """(why the build's records may not be used: they were rebuilt from text through a view the gate of
+    ``dataset`` did not judge, or None; a note on views, to print).
+
+    ``views.rebuilt`` in export.json counts records whose ids were rebuilt from the text of a provider
+    serving with each view. A build from before views were recorded has no ``views``; its records, like a
+    generate record without a ``view`` (NOT_RECORDED), are taken as rebuilt through ``assumed``, the
+    manifest's view: the one view a gate judged then, the one generate's records were read under."""
+    views = meta.get("views")
+    rebuilt = views.get("rebuilt") if isinstance(views, dict) else None
+    if "views" in meta and not (isinstance(rebuilt, dict) and all(type(n) is int for n in rebuilt.values())):
+        return f"{meta_path}: field 'views.rebuilt': expected an object {{\"VIEW\": records}}; run `tokfidelity build` again", ""
+    note = ""
+    if rebuilt is None:
+        if meta.get("input_kind") != "generations":
+            return None, ""  # a golden dataset: the engine's captured ids, no view between
+        rebuilt = {NOT_RECORDED: meta.get("samples") if type(meta.get("samples")) is int else 0}
+    if rebuilt.get(NOT_RECORDED):
+        note = (f"; {rebuilt[NOT_RECORDED]} records record no view (generated or built before views were recorded): "
+                f"taken as rebuilt through the manifest's view {assumed}")
+    counts: dict[str, int] = {}
+    for view, n in rebuilt.items():
+        key = assumed if view == NOT_RECORDED else view
+        counts[key] = counts.get(key, 0) + n
+    unjudged = {v: n for v, n in sorted(counts.items()) if n and v not in judged}
+    if not unjudged:
+        return None, note
+    what = ", ".join(f"{n} through view {v}" for v, n in unjudged.items())
+    names = ", ".join(unjudged)
+    return (f"{meta_path}: records rebuilt from the text of a view the gate of {dataset} did not judge ({what}; judged: "
+            f"{', '.join(sorted(judged)) or 'none'}){note}. Judge the dataset under {names}: add {names} to the manifest's "
+            f"api_views and run `{open_command}`; or build without those records (generate them through a judged view: "
+            "--view-for PROVIDER=VIEW)"), note
+
+
+def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str, judged: frozenset[str] | None = None,
+                     assumed_view: str = "sglang", open_command: str = "") -> str:
+    """The records must come from the tokenizer the gate of ``dataset`` verified, through views it judged
+    (``judged``; None: not checked), and every file of the build folder must be the one ``tokfidelity build``
+    wrote (sha256 and rows pinned in export.json): ValueError naming the file otherwise. Returns what was
+    verified (each file hashed once), to print."""
     meta_path = build_dir / EXPORT_META
     meta = _read_meta(meta_path)
+
     if meta.get("tokenizer_fingerprint") != gated.fingerprint:
         raise ValueError(
             f"{build_dir} was built with tokenizer {meta.get('tokenizer')!r} ({str(meta.get('tokenizer_fingerprint'))[:12]}), "
             f"but the gate of {dataset} verified {gated.name!r} ({gated.fingerprint[:12]}): rebuild with the verified tokenizer"
         )
     verified = _verify_files(build_dir, meta_path, meta.get("files"))
-    return f"verified {', '.join(verified)} against {meta_path} (each file hashed once)"
+    note = ""
+    if judged is not None:  # after the pins: the counts are those of the very train.jsonl the build wrote
+        problem, note = _view_problem(meta_path, meta, judged, assumed_view, dataset, open_command)
+        if problem:
+            raise ValueError(problem)
+    return f"verified {', '.join(verified)} against {meta_path} (each file hashed once){note}"
 
 
-def gated_build(data: os.PathLike | str, tokenizer_spec: str, dataset: str) -> tuple[Path, Path, str]:
-    """(train.jsonl, build folder, what was verified) of ``--data``, checked against the gated tokenizer and
-    the file pins of export.json; ValueError naming the problem."""
+def gated_build(data: os.PathLike | str, tokenizer_spec: str, dataset: str, judged: frozenset[str] | None = None,
+                assumed_view: str = "sglang", open_command: str = "") -> tuple[Path, Path, str]:
+    """(train.jsonl, build folder, what was verified) of ``--data``, checked against the gated tokenizer, the
+    views the gate judged (``judged``; ``assumed_view`` for records that record none) and the file pins of
+    export.json; ValueError naming the problem."""
     from ..core.tokenizer import load_tokenizer
 
     train, build_dir = data_paths(data)
     if train.name != TRAIN_FILE:
         raise ValueError(f"--data {data}: expected a `tokfidelity build` --out folder or the {TRAIN_FILE} in it")
-    note = check_built_with(build_dir, load_tokenizer(tokenizer_spec), dataset)
+    note = check_built_with(build_dir, load_tokenizer(tokenizer_spec), dataset, judged, assumed_view, open_command)
     return train, build_dir, note

@@ -11,7 +11,10 @@
   ``hidden_state``/``hidden_states`` next to them: ``tokfidelity hidden-states`` writes those), without
   re-tokenising any text.
 * ``OUT/export.json``: profile, tokenizer and its fingerprint, the input folder, counts, and ``files``: the
-  sha256, rows and bytes of every file the build wrote (gated stages check them: ``built_data``).
+  sha256, rows and bytes of every file the build wrote (gated stages check them: ``built_data``). From a
+  generate folder each record also carries the ``view`` its provider serves with, and ``views`` counts them:
+  ``rebuilt`` (ids rebuilt from that text: the gated stages refuse a view the gate did not judge) and
+  ``engine`` (the engine's own ids).
 
 Inputs: a golden dataset folder (``manifest.json`` + ``samples.jsonl``: output ids as the engine
 captured them; where ``prompt_ids`` are recorded, our rendering must equal them or the build fails with
@@ -52,11 +55,13 @@ __all__ = [
     "TRAIN_FILE",
     "EXPORT_META_FILE",
     "LEFT_OUT_FILE",
+    "NOT_RECORDED",
 ]
 
 TRAIN_FILE = "train.jsonl"
 EXPORT_META_FILE = "export.json"
 LEFT_OUT_FILE = "left_out.jsonl"  # one {"where", "id", "reason", "prompt_check"?} per sample not exported
+NOT_RECORDED = "(not recorded)"  # the view of a generate record written before records carried one
 
 
 def training_record(sample_id: str, prompt_ids: Sequence[int], output_ids: Sequence[int], source: str) -> dict[str, Any]:
@@ -137,6 +142,10 @@ class BuildResult:
     audit: MaskAudit = field(default_factory=MaskAudit)
     turns: str = "last"  # "all": a record for each earlier assistant turn too (turn_records.py)
     turn_records: int = 0  # records of earlier assistant turns written
+    # generate input: exported records per the view their text came through (NOT_RECORDED: a record written
+    # before views were recorded). "rebuilt": ids rebuilt from that text (the gated stages check these views);
+    # "engine": the engine's own ids (exact whatever the view).
+    views: dict[str, dict[str, int]] = field(default_factory=lambda: {"rebuilt": {}, "engine": {}})
 
     def leave_out(self, where: str, sample_id: Any, why: str, **fields: Any) -> None:
         label = where if sample_id is None else f"{where} (id {sample_id!r})"
@@ -163,6 +172,7 @@ class _Sample:
     usage: Any = None
     exact: bool = False  # ids from the engine (a golden capture, or a generate record with ids_source "engine")
     chat_template_kwargs: Any = None  # the request's template variables (Qwen3: {"enable_thinking": false})
+    view: str | None = None  # generate: the view its provider serves with (None: a record written before views were)
 
 
 def _generation_sample(item: Any) -> _Sample | str:
@@ -176,8 +186,9 @@ def _generation_sample(item: Any) -> _Sample | str:
     if not isinstance(output_ids, list) or not all(type(i) is int for i in output_ids):
         return "field 'output_ids': expected a list of token ids"
     golden_prompt = item.get("prompt_ids") if engine and isinstance(item.get("prompt_ids"), list) else None  # checked like golden ones
+    view = item.get("view") if isinstance(item.get("view"), str) else None
     return _Sample(item.get("id"), item.get("messages"), item.get("tools"), output_ids, item.get("finish_reason"),
-                   golden_prompt, usage=item.get("usage"), exact=engine)
+                   golden_prompt, usage=item.get("usage"), exact=engine, view=view)
 
 
 def _input_samples(source: BuildInput) -> Iterator[tuple[int, Any, _Sample | str | Exception]]:
@@ -263,6 +274,8 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
         return
     record = training_record(sample.id, prompt_ids, output_ids, "engine" if sample.exact and kind == "reconstruction" else kind)
     record["prompt_check"] = check
+    if kind == "reconstruction":
+        record["view"] = sample.view
     why = result.audit.check(record, sample.finish_reason, sample.exact, profile)
     if why:
         result.leave_out(where, sample.id, why, prompt_check=check)
@@ -274,6 +287,10 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
     turns = history_rerendered(sample.messages, sample.tools, prompt_ids, profile, tokenizer, render) if has_history else []
     result.audit.note_history(f"{where} (id {sample.id!r})", turns, has_history)
     result.records.append(record)
+    if kind == "reconstruction":
+        tally = result.views["engine" if sample.exact else "rebuilt"]
+        view = sample.view or NOT_RECORDED
+        tally[view] = tally.get(view, 0) + 1
     if has_history and result.turns == "all":
         _add_turn_records(sample, where, profile, tokenizer, result, renderer)
 
