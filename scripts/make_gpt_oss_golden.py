@@ -208,8 +208,8 @@ def build_quirk_samples(g: G1) -> None:
     ids = t("Need the weather.", None, [("get_weather", '{"city": "Nairobi", "units": "metric"}')])
     g.add("Weather in Nairobi?", ids[:-6], "length", tools=[WEATHER], quirk="dropped-text: cut at max_new_tokens "
           "inside the tool call's arguments; SGLang's parser drops the unfinished call")
-    g.add("Quick one: 2+2?", t("", "4"), "stop", quirk="other: the model wrote an empty analysis message; the API "
-          "shows no reasoning, so the rebuilt output has no analysis message")
+    g.add("Quick one: 2+2?", t("", "4"), "stop", quirk="message-structure: the model wrote an empty analysis "
+          "message; the API shows no reasoning, so the rebuilt output has no analysis message")
 
 
 def _ends_inside_character(tokenizer, ids) -> bool:

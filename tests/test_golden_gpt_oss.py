@@ -20,11 +20,11 @@ from pipeline.core.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 G1 = ROOT / "golden" / "G1_harmony"
-# Every class but special-token-id: no slip of a gpt-oss model gives a one-for-one special id swap through
-# SGLang's parser (an engine stop on <|endoftext|> instead of <|return|> is stop-token).
+# The classes G1's quirks show (not special-token-id: no slip of a gpt-oss model gives a one-for-one special id
+# swap through SGLang's parser; an engine stop on <|endoftext|> instead of <|return|> is stop-token).
 ALL_CLASSES = {
     "stop-token", "dropped-text", "non-canonical-split", "marker-text", "whitespace",
-    "tool-args-json", "tool-call-id", "truncated-utf8", "invalid-utf8", "other",
+    "tool-args-json", "tool-call-id", "truncated-utf8", "invalid-utf8", "message-structure",
 }
 
 

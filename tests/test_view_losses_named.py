@@ -18,9 +18,7 @@ from vllm_support.cases import all_groups
 
 @pytest.fixture(scope="module")
 def groups():
-    # gpt-oss is left out: its losses (an empty analysis message sent as null reasoning, <|endoftext|> text kept
-    # in the content, a cut inside a message header) have no class of their own yet.
-    return [g for g in all_groups() if g.family != "gpt-oss"]
+    return all_groups()
 
 
 def losses(group, view: str) -> tuple[Counter, list[str]]:
@@ -55,5 +53,72 @@ def test_vllm_losses_get_their_own_names(groups):
     seen = Counter()
     for group in groups:
         seen.update(losses(group, "vllm")[0])
-    for cls in ("special-text-deleted", "finish-rewritten", "tool-args-json", "dropped-text", "truncated-utf8"):
+    for cls in ("special-text-deleted", "finish-rewritten", "tool-args-json", "dropped-text", "truncated-utf8",
+                "message-structure", "stop-text-kept", "cut-in-markup"):
         assert seen[cls], (cls, seen)
+
+
+@pytest.fixture(scope="module")
+def oss():
+    from pipeline.core.profiles import bind_profile
+    from pipeline.core.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer("o200k_harmony")
+    return tokenizer, bind_profile("gpt-oss", tokenizer)
+
+
+def oss_diagnosis(oss, text: str, finish: str, view: str, edit=None):
+    """The diagnosis of gpt-oss output ``text`` (special tokens written as their text) served by ``view``;
+    ``edit`` changes the response first (a loss no engine makes)."""
+    tokenizer, profile = oss
+    ids = tokenizer.encode(text)
+    response = api_view(ids, finish, profile, tokenizer, view)
+    if edit:
+        response = edit(dict(response))
+    rebuilt = reconstruct_output_ids(response, profile, tokenizer)
+    return diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish,
+                    response_finish_reason=response["finish_reason"])
+
+
+EMPTY_ANALYSIS = "<|channel|>analysis<|message|><|end|><|start|>assistant<|channel|>final<|message|>Answer here.<|return|>"
+TWO_ANALYSES = ("<|channel|>analysis<|message|>First.<|end|><|start|>assistant<|channel|>analysis<|message|>Second.<|end|>"
+                "<|start|>assistant<|channel|>final<|message|>Answer here.<|return|>")
+
+
+@pytest.mark.parametrize("view", ["vllm", "sglang"])
+def test_gpt_oss_message_structure(oss, view):
+    """The response has one reasoning and one content field: an empty analysis message (sent as null reasoning),
+    two analysis messages joined, a preamble without calls (sent as the answer) are message-structure."""
+    assert oss_diagnosis(oss, EMPTY_ANALYSIS, "stop", view).classes == ["message-structure"]
+    assert set(oss_diagnosis(oss, TWO_ANALYSES, "stop", view).classes) == {"message-structure"}
+    preamble = "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>final<|message|>Done.<|return|>"
+    assert set(oss_diagnosis(oss, preamble, "stop", view).classes) == {"message-structure"}
+
+
+def test_gpt_oss_endoftext_kept_and_cut_header_are_named(oss):
+    """vLLM: <|endoftext|> ending a final message comes back as text in the content; a cut inside a message
+    header comes back as content text, its markers spelled out. SGLang drops a commentary message a cut left open."""
+    kept = "<|channel|>analysis<|message|>r<|end|><|start|>assistant<|channel|>final<|message|>Answer.<|endoftext|>"
+    assert oss_diagnosis(oss, kept, "stop", "vllm").classes == ["stop-text-kept", "stop-token"]
+    header = "<|channel|>analysis<|message|>r<|end|><|start|>assistant<|channel|>fin"
+    assert set(oss_diagnosis(oss, header, "length", "vllm").classes) == {"cut-in-markup"}
+    assert set(oss_diagnosis(oss, "<|channel|>comm", "length", "vllm").classes) == {"cut-in-markup"}
+    open_preamble = "<|channel|>analysis<|message|>r<|end|><|start|>assistant<|channel|>commentary<|message|>Let me"
+    assert oss_diagnosis(oss, open_preamble, "length", "sglang").classes == ["dropped-text"]
+
+
+def test_an_unexplained_change_stays_other(oss):
+    """The rules for gpt-oss's losses explain only what the engines do: a response whose text changed, in an
+    output whose messages were restructured too, still has an `other` hunk."""
+    def changed(response):
+        response["content"] = response["content"].replace("here", "there")
+        return response
+
+    for text in (EMPTY_ANALYSIS, TWO_ANALYSES):
+        for view in ("vllm", "sglang"):
+            assert OTHER in oss_diagnosis(oss, text, "stop", view, changed).classes, (text, view)
+    def shorter(response):
+        response["reasoning"] = response["reasoning"][:-2]
+        return response
+
+    assert OTHER in oss_diagnosis(oss, TWO_ANALYSES, "stop", "vllm", shorter).classes

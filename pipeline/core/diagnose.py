@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from .layout import BETWEEN, TOOL_ARGUMENTS, TOOL_CALL_ID, split_output
+from .layout import BETWEEN, CONTENT, MARKER, REASONING, TOOL_ARGUMENTS, TOOL_CALL_ID, split_output
 from .profiles import Profile
 from .tokenizer import Tokenizer
 
@@ -53,7 +53,9 @@ TOOL_ARGS_JSON = "tool-args-json"
 TOOL_CALL_ID_CLASS = "tool-call-id"
 DROPPED_TEXT = "dropped-text"
 SPECIAL_TEXT_DELETED = "special-text-deleted"
+STOP_TEXT_KEPT = "stop-text-kept"
 THINK_NOT_CLOSED = "think-not-closed"
+MESSAGE_STRUCTURE = "message-structure"
 CUT_IN_MARKUP = "cut-in-markup"
 FINISH_REWRITTEN = "finish-rewritten"
 TRUNCATED_UTF8 = "truncated-utf8"
@@ -71,7 +73,9 @@ CLASSES = (
     TOOL_CALL_ID_CLASS,
     DROPPED_TEXT,
     SPECIAL_TEXT_DELETED,
+    STOP_TEXT_KEPT,
     THINK_NOT_CLOSED,
+    MESSAGE_STRUCTURE,
     CUT_IN_MARKUP,
     FINISH_REWRITTEN,
     TRUNCATED_UTF8,
@@ -82,8 +86,8 @@ CLASSES = (
 TEXT_PRESERVING_CLASSES = frozenset({NON_CANONICAL_SPLIT})
 # Most severe first: a sample's headline class (and the advice it leads with) is its most severe hunk's.
 SEVERITY = (
-    SPECIAL_TOKEN_ID, MARKER_TEXT, STOP_TOKEN, FINISH_REWRITTEN, CUT_IN_MARKUP, THINK_NOT_CLOSED, DROPPED_TEXT,
-    SPECIAL_TEXT_DELETED, OTHER, TOOL_ARGS_JSON, TOOL_CALL_ID_CLASS, WHITESPACE, TRUNCATED_UTF8, INVALID_UTF8,
+    SPECIAL_TOKEN_ID, MARKER_TEXT, STOP_TOKEN, FINISH_REWRITTEN, CUT_IN_MARKUP, THINK_NOT_CLOSED, MESSAGE_STRUCTURE,
+    DROPPED_TEXT, SPECIAL_TEXT_DELETED, STOP_TEXT_KEPT, OTHER, TOOL_ARGS_JSON, TOOL_CALL_ID_CLASS, WHITESPACE, TRUNCATED_UTF8, INVALID_UTF8,
     NON_CANONICAL_SPLIT,
 )
 
@@ -104,7 +108,9 @@ ADVICE = {
     "ids from the engine (return_token_ids)",
     MARKER_TEXT: "a special id on one side, ordinary tokens spelling its text on the other: a parser turned marker "
     "text into the marker (or back); encode content as ordinary text and insert markers as ids, and check the API "
-    "view (e.g. spaces between special tokens, skip_special_tokens)",
+    "view (e.g. spaces between special tokens, skip_special_tokens); or the model wrote marker text as ordinary "
+    "text and a server's text parser took it for markup, cutting and moving the messages there (SGLang's gpt-oss "
+    "parser), or returned the markup of a call it does not read as content text: take ids from the engine",
     WHITESPACE: "the texts differ only in whitespace outside tool-call arguments: the API stripped or added "
     "whitespace (around </think>, around the content or the calls); pick the API view that matches the provider's "
     "engine version (sglang vs sglang-legacy), or take ids from the engine",
@@ -118,17 +124,29 @@ ADVICE = {
     "limit, or a whole call its parser cannot read is missing from the response: the server's tool-call parser "
     "drops it (sglang's qwen25, deepseekv3 and kimi_k2 detectors keep only the content before the first call and "
     "the complete calls; vLLM's deepseek_v3 regex does not cross lines, so a call with multi-line arguments is "
-    "lost); the text is lost: take ids from the engine",
+    "lost; SGLang's gpt-oss parser drops a commentary message a length cut left open); the text is lost: take ids "
+    "from the engine",
     SPECIAL_TEXT_DELETED: "the model wrote the text of a special token (<|im_end|>, </think>, [EOS], ...) as "
     "ordinary text and the server deleted it: vLLM's parser engine deletes the literal text of every special token "
     "of the tokenizer class that is not one of its markers, and a </think> after the reasoning; the text is lost: "
     "take ids from the engine (return_token_ids)",
+    STOP_TEXT_KEPT: "the text of the stop token the engine stopped on is at the end of the content: vLLM's "
+    "harmony path returns a message that gpt-oss's <|endoftext|> left open with that token's text, and SGLang keeps "
+    "<|call|> in the text of a call its gpt-oss parser does not read; the reconstruction cannot tell it from text "
+    "the model wrote and ends the answer with the usual stop: take ids from the engine (return_token_ids)",
+    MESSAGE_STRUCTURE: "the model's messages are in the response only as one reasoning and one content field: an "
+    "empty message is dropped (an empty analysis message becomes reasoning null), several messages of a kind are "
+    "joined (vLLM with newlines), a commentary preamble without calls becomes the final answer, and a later "
+    "message's text moves to its field; the text is kept, whitespace aside, but not how many messages held it, "
+    "on which channel, in which order: take ids from the engine (return_token_ids)",
     THINK_NOT_CLOSED: "the model never wrote </think> (it went from its reasoning straight to the tool calls, or "
     "the text after a missing </think> became content) and the response cannot say so: the reconstruction writes the "
     "</think> a reasoning field implies; take ids from the engine",
     CUT_IN_MARKUP: "the output was cut at the length limit inside tool-call markup and the response cannot say "
-    "which closing markers the model had written: the reconstruction closes the section the model left open; drop "
-    "the cut sample's last call, or take ids from the engine",
+    "which closing markers the model had written: the reconstruction closes the section the model left open; or "
+    "inside a message header (gpt-oss: <|start|>assistant<|channel|>... before <|message|>), which vLLM returns as "
+    "content text, its markers spelled out, and SGLang drops; drop the cut sample's last call or message, or take "
+    "ids from the engine",
     FINISH_REWRITTEN: "the engine stopped at the length limit but the response's finish_reason is not `length` "
     "(vLLM sends `tool_calls` whenever it parsed a call, also from a cut output): the cut is hidden, so the "
     "reconstruction closes what the model never closed; take ids from the engine, or treat responses whose "
@@ -608,6 +626,7 @@ class _Context:
         self.rbytes = _Bytes(recon, tokenizer)
         self.specials = tokenizer.special_ids | (profile.marker_ids if profile is not None else frozenset())
         self.tokenizer = tokenizer
+        self.profile = profile
         if profile is not None:
             # The stop tokens the model really has (from their texts), and what the profile says.
             self.real_stops = frozenset(
@@ -692,6 +711,8 @@ class _Context:
             return INVALID_UTF8
         if self.special_text_deleted(gb, rb):
             return SPECIAL_TEXT_DELETED
+        if self.stop_text_kept(ge, gb, rb):
+            return STOP_TEXT_KEPT
         regions = self.regions(gs, ge)
         r_text_bytes = b"".join(self.tokenizer.token_bytes(t) for t in R if t not in specials)
         if gb.strip() and not r_text_bytes.strip() and (
@@ -710,7 +731,88 @@ class _Context:
             return TOOL_ARGS_JSON
         if any(i <= ge for i in self.literal_marker_starts):
             return MARKER_TEXT  # text moved across a split a parser made at marker text the model wrote
+        return self.restructured(gs, ge, rs, re, gb, rb)
+
+    def stop_text_kept(self, ge: int, gb: bytes, rb: bytes) -> bool:
+        """Whether the hunk ends right before the golden's final stop token and the reconstruction has that
+        token's text after the golden's bytes: the engine wrote the stop it stopped on into the content."""
+        golden = self.golden
+        if self.cut_at_length or ge != len(golden) - 1 or golden[-1] not in self.stop_ids:
+            return False
+        return rb == gb + self.special_bytes(golden[-1])
+
+    def restructured(self, gs: int, ge: int, rs: int, re: int, gb: bytes, rb: bytes) -> str:
+        """A hunk no other rule explains, in an output whose messages the response does not keep as the
+        model wrote them: cut-in-markup or message-structure when the text of each kind survives
+        (``structure_lost``) or the hunk changes message framing only; marker-text when the golden spells
+        marker text and the hunk's rebuilt text is golden text a parser moved; dropped-text for the end of
+        a cut output missing from the response; else other."""
+        if self.structure_lost or (self.framing_differs and self.framing_only(gs, ge, rs, re)):
+            header = self.open_header
+            return CUT_IN_MARKUP if header is not None and (ge > header or gs >= header) else MESSAGE_STRUCTURE
+        moved = rb.strip()
+        if self.literal_marker_starts and self.framing_differs:
+            return MARKER_TEXT  # a text parser read marker text the model wrote as markup: messages cut there
+        if moved and (self.spells_special(rb) and moved in self.gbytes.data or any(
+            self.special_bytes(t) in rb for t in set(self.golden[gs:ge]) & self.specials
+        )):
+            return MARKER_TEXT  # markup returned as text (a call the parser does not read, in the content)
+        if self.cut_at_length and ge == len(self.golden) and gb.strip() and not moved:
+            return DROPPED_TEXT  # the message the cut left open, which the parser drops
         return OTHER
+
+    def spells_special(self, data: bytes) -> bool:
+        pattern = _special_text_pattern(self.tokenizer)
+        return pattern is not None and pattern.search(data) is not None
+
+    def framing_only(self, gs: int, ge: int, rs: int, re: int) -> bool:
+        """Whether both sides of the hunk lie in message framing (marker spans) of their own layout."""
+        return self.regions(gs, ge) <= {MARKER} and (rs == re or self.recon_layout.regions_in(rs, re) <= {MARKER})
+
+    @functools.cached_property
+    def recon_layout(self):
+        return split_output(self.recon, self.profile)
+
+    @functools.cached_property
+    def framings(self) -> tuple[tuple, tuple]:
+        """``_framing`` of the golden and of the reconstruction: once per diagnosis, and only for a hunk no
+        other rule explains."""
+        return _framing(self.layout, self.gbytes), _framing(self.recon_layout, self.rbytes)
+
+    @property
+    def framing_differs(self) -> bool:
+        return self.layout is not None and self.framings[0][0] != self.framings[1][0]
+
+    @functools.cached_property
+    def open_header(self) -> int | None:
+        """Where the header of the message a length cut left unfinished starts (no ``message`` marker after
+        the last ``start``; the first message has no ``start``), for a profile with those roles; else None."""
+        ids = self.profile.ids if self.profile is not None else {}
+        start, message = ids.get("start"), ids.get("message")
+        if not self.cut_at_length or start is None or message is None or not self.golden:
+            return None
+        golden = self.golden
+        at = len(golden) - 1 - golden[::-1].index(start) if start in golden else 0
+        return None if message in golden[at:] else at
+
+    @functools.cached_property
+    def structure_lost(self) -> bool:
+        """Whether the golden's messages differ from the reconstruction's in their framing (markers, channel
+        words, empty or several messages of a kind) while the text of each kind, whitespace aside, is the
+        reconstruction's: all reasoning bodies in order against its reasoning, all content bodies (and a
+        header the cut left open, which vLLM returns as content text) against its content, less the text of
+        a stop the engine kept (``stop_text_kept``). Computed once, only for a hunk no other rule explains."""
+        if not self.framing_differs:
+            return False
+        (_, g_reasoning, g_content), (_, r_reasoning, r_content) = self.framings
+        if g_reasoning != r_reasoning:
+            return False
+        golden = self.golden
+        if not self.cut_at_length and golden and golden[-1] in self.stop_ids:
+            r_content = r_content.removesuffix(self.tokenizer.token_text(golden[-1]))
+        header = self.open_header
+        cut = "" if header is None else _strip_ws(self.gbytes.span(header, len(golden)).decode("utf-8", "replace"))
+        return r_content in (g_content, g_content + cut)
 
     def think_not_closed(self, only_r) -> bool:
         """Whether the reconstruction's only extra special is the think-end marker of a golden output
@@ -814,6 +916,23 @@ def _special_text_pattern(tokenizer: Tokenizer):
         texts = sorted((t.encode("utf-8") for t in tokenizer.special_tokens if t), key=len, reverse=True)
         cached = _SPECIAL_PATTERNS[id(tokenizer)] = (tokenizer, re.compile(b"|".join(map(re.escape, texts))) if texts else None)
     return cached[1]
+
+
+def _framing(layout, data: _Bytes) -> tuple[list, str, str]:
+    """A layout's framing (each marker span's bytes, each reasoning or content body's kind, in order) and
+    the text of its reasoning bodies and of its content bodies, each joined without whitespace (partial
+    UTF-8 as U+FFFD, as an engine sends it)."""
+    frame, reasoning, content = [], [], []
+    for span in layout.spans:
+        if span.kind == MARKER:
+            frame.append(data.span(span.start, span.end))
+        elif span.kind in (REASONING, CONTENT):
+            frame.append(span.kind)
+            (reasoning if span.kind == REASONING else content).append(data.span(span.start, span.end))
+    def text(parts):
+        return _strip_ws(b"".join(parts).decode("utf-8", "replace"))
+
+    return frame, text(reasoning), text(content)
 
 
 def _split_stop(block, ctx: _Context):
