@@ -394,6 +394,13 @@ def test_engine_losses_have_their_own_classes(kimi, profile):
     call += kimi.encode_ordinary("functions.get:0") + [profile.ids["tool_call_argument_begin"]]
     call += kimi.encode_ordinary('{"q": 1}') + [profile.ids["tool_call_end"]]
     assert set(classes(call, "length")) == {"finish-rewritten"}  # a cut before the section's end, sent as tool_calls
+    # vLLM with a tool schema declaring the property a number re-dumps the arguments, 5.0 coerced to 5 (the view,
+    # which never sees the request's schema, keeps them verbatim): the loss is named tool-args-json.
+    floats = turn(kimi, profile, "r", "", [("functions.get:0", '{"a":5.0}')])
+    response = api_view(floats, "stop", profile, kimi, "vllm")
+    response["tool_calls"][0]["function"]["arguments"] = '{"a": 5}'
+    rebuilt = reconstruct_output_ids(response, profile, kimi)
+    assert diagnose(floats, rebuilt, kimi, profile=profile).classes == ["tool-args-json"]
     # The same cut through SGLang: finish stays "length", the closing marker is a guess.
     response = api_view(call, "length", profile, kimi, "sglang")
     rebuilt = reconstruct_output_ids(response, profile, kimi)

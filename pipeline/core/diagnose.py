@@ -116,8 +116,10 @@ ADVICE = {
     "engine version (sglang vs sglang-legacy), or take ids from the engine",
     TOOL_ARGS_JSON: "tool-call arguments differ (json.dumps spacing, escapes, number format): the provider "
     "re-serialised the JSON (json.loads then json.dumps, as sglang's qwen25/deepseekv3 parsers always do and kimi_k2 "
-    "does with tool_choice required/named or when streaming); the model's exact arguments text is lost: take ids "
-    "from the engine (return_token_ids)",
+    "does with tool_choice required/named or when streaming; vLLM 0.32.0's parser engine (kimi_k2) does when the "
+    "request's tool schema declares the function's properties and a value's type is coerced to it: 5.0 -> 5 for a "
+    "number, null -> \"null\" for a string, the whole object re-dumped); the model's exact arguments text is lost: "
+    "take ids from the engine (return_token_ids)",
     TOOL_CALL_ID_CLASS: "a tool-call id differs: the API rebuilt the id (e.g. functions.NAME:INDEX with a per-turn "
     "index instead of the conversation-wide counter); reconstruct the id the way the model wrote it",
     DROPPED_TEXT: "text outside the tool-call blocks (between or after calls), a call cut off at the length "
