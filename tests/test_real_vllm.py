@@ -136,7 +136,7 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
     code = main(["generate", "--dataset", "vllm-live", "--golden-dir", str(golden), "--state-dir", str(state),
                  "--prompts", str(prompts), "--out", str(out), "--base-url", vllm_url + "/v1", "--model", "smollm2",
                  "--return-token-ids", "--max-tokens", MAX_TOKENS, "--temperature", "0.8", "--top-p", "0.95",
-                 "--concurrency", "3", "--no-progress", "--timeout", "300"])
+                 "--concurrency", "3", "--no-progress", "--timeout", "300", "--view-for", "*=vllm"])
     err = capsys.readouterr().err
     assert code == 0, err[-3000:]
     records = {r["id"]: r for r in map(json.loads, (out / "generations.jsonl").read_text().splitlines())}
@@ -159,6 +159,12 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ids_sources"] == {"engine": len(records)}
     assert summary["engine_ids"]["compared"] == len(records) and summary["engine_ids"]["reconstruction_differs"] == differs
+    # the vllm view gives back the text of every response the real server sent, from the ids it returned
+    assert {r["view"] for r in records.values()} == {"vllm"}
+    assert all(r["views_reproduce"]["vllm"] for r in records.values()), {i: r["views_reproduce"] for i, r in records.items()}
+    views = summary["views_by_provider"]["(not named)"]  # a local server names no provider
+    assert views["served_with"] == {"vllm": len(records)} and views["compared"] == views["reproduced"]["vllm"] == len(records)
+    assert "provider (not named): its records say view vllm" not in err  # no call-out: its view reproduces them all
 
     # build takes the engine's ids, also where the text gives others back
     assert main(["build", "--in", str(out), "--out", str(tmp_path / "train"), "--no-progress"]) == 0, capsys.readouterr().err[-2000:]

@@ -2,7 +2,7 @@
 
 ``claim_run_folder(out_dir, run_info, keys)`` writes ``run.json`` on the first run (atomically, with
 the API key masked); on a later run it compares the ``keys`` that decide what the records mean
-(dataset, profile, tokenizer fingerprint, model) and raises ``RunFolderMismatch`` when any differ,
+(dataset, profile, tokenizer fingerprint, model, and the view each provider serves with) and raises ``RunFolderMismatch`` when any differ,
 so records made two ways never mix in one folder.
 """
 
