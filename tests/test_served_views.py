@@ -217,11 +217,12 @@ def stage_args(stage: str, tmp_path: Path, golden: Path, data: Path) -> tuple[li
             "--out", str(tmp_path / f"{stage}-out"), "--command", command], marker
 
 
-def judge_also(tmp_path: Path, *views: str) -> None:
-    """The gate record as a run that judged T9 under several views writes it (its "views")."""
-    path = tmp_path / "state" / "gates" / "T9_smollm2.json"
-    record = json.loads(path.read_text())
-    path.write_text(json.dumps({**record, "views": [record["view"], *views]}))
+def check_views(data: Path, judged: set[str]) -> str:
+    """The gated stages' check of a build folder, for a gate that judged ``judged`` (T9's manifest view: sglang)."""
+    from pipeline.core.tokenizer import load_tokenizer
+    from pipeline.stages.built_data import check_built_with
+
+    return check_built_with(data, load_tokenizer(SMOLLM2), "T9_smollm2", frozenset(judged), "sglang", "pytest --tokfidelity-dataset=T9_smollm2")
 
 
 def test_build_carries_each_records_view_and_pins_the_counts(tmp_path, golden, capsys):
@@ -251,8 +252,7 @@ def test_gated_stages_refuse_records_rebuilt_through_a_view_the_gate_did_not_jud
     assert (f"{data / 'export.json'}: records rebuilt from the text of a view the gate of T9_smollm2 did not judge "
             "(1 through view vllm; judged: sglang). Judge the dataset under vllm: add vllm to the manifest's api_views "
             "and run `pytest --tokfidelity-dataset=T9_smollm2") in err
-    judge_also(tmp_path, "vllm")  # judged under both: the same data runs
-    assert main(args) == 0 and marker.exists(), capfd.readouterr().err
+    assert "verified" in check_views(data, {"sglang", "vllm"})  # a gate that judged both views takes the same data
 
 
 def test_engine_ids_through_an_unjudged_view_are_not_refused(tmp_path, golden, capfd):
@@ -273,13 +273,9 @@ def test_data_from_before_views_were_recorded_is_taken_as_the_manifests_view(tmp
     args, marker = stage_args("train", tmp_path, golden, data)
     assert main(args) == 0 and marker.exists()
     assert "3 records record no view (generated or built before views were recorded): taken as rebuilt through the manifest's view sglang" in capfd.readouterr().err
-    # a manifest whose view the gate did not judge: refused, saying what was assumed
-    path = tmp_path / "state" / "gates" / "T9_smollm2.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), "views": ["vllm"]}))
-    args, marker = stage_args("hidden-states", tmp_path, golden, data)
-    assert main(args) == 2
-    err = capfd.readouterr().err
-    assert "(3 through view sglang; judged: vllm); 3 records record no view" in err
+    # a gate that did not judge the manifest's view: refused, saying what was assumed
+    with pytest.raises(ValueError, match=r"\(3 through view sglang; judged: vllm\); 3 records record no view"):
+        check_views(data, {"vllm"})
 
 
 def test_a_damaged_views_field_is_named(tmp_path, golden, capsys):
@@ -290,3 +286,16 @@ def test_a_damaged_views_field_is_named(tmp_path, golden, capsys):
     args, marker = stage_args("train", tmp_path, golden, data)
     assert main(args) == 2 and not marker.exists()
     assert "export.json: field 'views.rebuilt': expected an object" in capsys.readouterr().err
+
+
+def test_generate_records_without_a_view_are_built_as_not_recorded_and_taken_as_the_manifests_view(tmp_path, golden, capfd):
+    generate(tmp_path, golden, TwoProviders(("none", "none")), ["plain [vllm]", "plain"])
+    path = tmp_path / "out" / "generations.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "view"}) + "\n" for r in rows))  # written before
+    assert main(["build", "--in", str(tmp_path / "out"), "--out", str(tmp_path / "train"), "--no-progress"]) == 0
+    assert json.loads((tmp_path / "train" / "export.json").read_text())["views"]["rebuilt"] == {"(not recorded)": 2}
+    capfd.readouterr()
+    args, marker = stage_args("hidden-states", tmp_path, golden, tmp_path / "train")
+    assert main(args) == 0 and marker.exists()
+    assert "2 records record no view" in capfd.readouterr().err

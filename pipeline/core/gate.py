@@ -435,7 +435,7 @@ def check_gate(
         command,
         tokenizer=checked,
         prompts_checked=not off,
-        views=judged_views(record),
+        views=frozenset(judged_views(record)),  # a set whatever judged_views returns
     )
 
 
