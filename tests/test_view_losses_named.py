@@ -71,7 +71,7 @@ def oss_diagnosis(oss, text: str, finish: str, view: str, edit=None):
     """The diagnosis of gpt-oss output ``text`` (special tokens written as their text) served by ``view``;
     ``edit`` changes the response first (a loss no engine makes)."""
     tokenizer, profile = oss
-    ids = tokenizer.encode(text)
+    ids = tokenizer.encode(text) if isinstance(text, str) else text
     response = api_view(ids, finish, profile, tokenizer, view)
     if edit:
         response = edit(dict(response))
@@ -122,3 +122,20 @@ def test_an_unexplained_change_stays_other(oss):
         return response
 
     assert OTHER in oss_diagnosis(oss, TWO_ANALYSES, "stop", "vllm", shorter).classes
+    # The model wrote marker text as text, and two commentary messages: SGLang's text parser cuts and joins the
+    # messages there (named), but a word changed before the marker text is not what a parser does. (A hunk after
+    # marker text the model wrote is marker-text whatever it is: the rule Kimi's and Qwen3's views had before.)
+    tokenizer, _ = oss
+    literal = (tokenizer.encode("<|channel|>analysis<|message|>Think here, then check the weather in Paris for the user."
+                                "<|end|><|start|>assistant<|channel|>commentary"
+                                "<|message|>Checking.<|end|><|start|>assistant<|channel|>commentary<|message|>")
+               + tokenizer.encode_ordinary("Quote <|end|> literally.")
+               + tokenizer.encode("<|end|><|start|>assistant<|channel|>final<|message|>Answer.<|return|>"))
+    named = oss_diagnosis(oss, literal, "stop", "sglang").classes
+    assert named and OTHER not in named, named
+
+    def rethought(response):
+        response["reasoning"] = response["reasoning"].replace("here", "there")
+        return response
+
+    assert OTHER in oss_diagnosis(oss, literal, "stop", "sglang", rethought).classes

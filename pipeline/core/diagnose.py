@@ -747,21 +747,42 @@ class _Context:
         """A hunk no other rule explains, in an output whose messages the response does not keep as the
         model wrote them: cut-in-markup or message-structure when the text of each kind survives
         (``structure_lost``) or the hunk changes message framing only; marker-text when the golden spells
-        marker text and the hunk's rebuilt text is golden text a parser moved; dropped-text for the end of
-        a cut output missing from the response; else other."""
+        marker text (or the hunk spells markup) and the rebuilt text is whole pieces of the golden's a parser
+        moved (``pieces_moved``), or the hunk spells a marker the golden has as an id; dropped-text for the
+        end of a cut output missing from the response; else other."""
         if self.structure_lost or (self.framing_differs and self.framing_only(gs, ge, rs, re)):
             header = self.open_header
             return CUT_IN_MARKUP if header is not None and (ge > header or gs >= header) else MESSAGE_STRUCTURE
         moved = rb.strip()
-        if self.literal_marker_starts and self.framing_differs:
+        if self.literal_marker_starts and self.framing_differs and self.pieces_moved:
             return MARKER_TEXT  # a text parser read marker text the model wrote as markup: messages cut there
-        if moved and (self.spells_special(rb) and moved in self.gbytes.data or any(
+        if moved and (self.spells_special(rb) and self.pieces_moved or any(
             self.special_bytes(t) in rb for t in set(self.golden[gs:ge]) & self.specials
         )):
             return MARKER_TEXT  # markup returned as text (a call the parser does not read, in the content)
         if self.cut_at_length and ge == len(self.golden) and gb.strip() and not moved:
             return DROPPED_TEXT  # the message the cut left open, which the parser drops
         return OTHER
+
+    @functools.cached_property
+    def pieces_moved(self) -> bool:
+        """Whether the reconstruction's reasoning and content, cut at marker texts (real or written) and
+        whitespace aside, are each made of whole pieces of the golden's text cut the same way: what a parser
+        that cuts messages at marker text returns is the model's text moved or dropped, never changed. Once
+        per diagnosis, for a hunk no other rule explains."""
+        pattern = _special_text_pattern(self.tokenizer)
+        if pattern is None:
+            return False
+
+        def pieces(data: bytes) -> set[bytes]:
+            return {b"".join(piece.split()) for piece in pattern.split(data)} - {b""}
+
+        golden = pieces(self.gbytes.data)
+        return all(
+            _made_of(piece, golden)
+            for span in self.recon_layout.spans if span.kind in (REASONING, CONTENT)
+            for piece in pieces(self.rbytes.span(span.start, span.end))
+        )
 
     def spells_special(self, data: bytes) -> bool:
         pattern = _special_text_pattern(self.tokenizer)
@@ -781,8 +802,9 @@ class _Context:
         other rule explains."""
         return _framing(self.layout, self.gbytes), _framing(self.recon_layout, self.rbytes)
 
-    @property
+    @functools.cached_property
     def framing_differs(self) -> bool:
+        """Whether the golden's messages are framed otherwise than the reconstruction's (once per diagnosis)."""
         return self.layout is not None and self.framings[0][0] != self.framings[1][0]
 
     @functools.cached_property
@@ -918,6 +940,20 @@ def _special_text_pattern(tokenizer: Tokenizer):
         texts = sorted((t.encode("utf-8") for t in tokenizer.special_tokens if t), key=len, reverse=True)
         cached = _SPECIAL_PATTERNS[id(tokenizer)] = (tokenizer, re.compile(b"|".join(map(re.escape, texts))) if texts else None)
     return cached[1]
+
+
+def _made_of(data: bytes, parts: set[bytes]) -> bool:
+    """Whether ``data`` is a concatenation of ``parts`` (each any number of times)."""
+    reached, todo = {0}, [0]
+    while todo:
+        at = todo.pop()
+        if at == len(data):
+            return True
+        for part in parts:
+            if data.startswith(part, at) and at + len(part) not in reached:
+                reached.add(at + len(part))
+                todo.append(at + len(part))
+    return False
 
 
 def _framing(layout, data: _Bytes) -> tuple[list, str, str]:
