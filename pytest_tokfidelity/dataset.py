@@ -209,15 +209,28 @@ class DatasetRun:
         index, fd, tokenizer, profile = self.index, self.fd, judge.tokenizer, judge.profile
         stops = profile.stop_ids
         verdicts = judged.verdicts
-        for p in positions:
+        outputs = []  # (position, sample, its output verdict or the exception judging it raised)
+        for p in positions:  # the output side of every sample, then the prompt side (Judge.output_side)
             if began is not None:
                 began(p)
             try:
                 sample = index.read(p, fd)
-                try:
-                    verdict = judge(sample)
-                except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
-                    verdict = e
+            except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                verdicts[p] = e
+                continue
+            try:
+                outputs.append((p, sample, judge.output_side(sample)))
+            except Exception as e:  # noqa: BLE001
+                outputs.append((p, sample, e))
+        for p, sample, verdict in outputs:
+            if began is not None:
+                began(p)
+            try:
+                if type(verdict) is Verdict:
+                    try:
+                        verdict = judge.prompt_side(sample, verdict)
+                    except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
+                        verdict = e
                 if type(sample) is GoldenSample:
                     one = (sample,)
                     if not (type(verdict) is Verdict and verdict.kind == EXACT):

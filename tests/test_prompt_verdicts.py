@@ -218,3 +218,46 @@ def test_piecewise_encoding_is_the_tokenizers_own_encoding():
     for _ in range(2):  # the second time from the cache
         assert [encoder(t) for t in texts] == [tok.encode(t) for t in texts]
     assert encoder.cache  # the tool declarations and system turns were kept
+
+
+def test_a_judged_chunk_gives_each_sample_the_verdict_it_gets_judged_alone(tmp_path):
+    """A judging process runs a chunk's output sides, then its prompt sides (each pass keeps its own code and
+    tables in the CPU's caches): every sample's verdict is still the one ``Judge`` gives it alone, whichever
+    side diverged, a conversation that cannot be rendered and a broken line included."""
+    from pipeline.core.fidelity import BAD_INPUT, DIVERGENT, EXACT
+    from pytest_tokfidelity.dataset import DatasetRun
+
+    b3 = list(golden_lines("B3_magicoder").values())
+    kept = kept_reasoning_sample()
+    unrenderable = {**b3[1], "id": "b3-unrenderable", "messages": [{"role": "user", "content": 7}]}
+    both = {**kept, "id": "b3-both", "output_ids": _one_resplit(kept["output_ids"])}  # both sides diverge
+    samples = [b3[0], {**kept, "id": "b3-kept"}, unrenderable, both, *b3[3:40]]
+    path = write_dataset(tmp_path / "golden" / "C1_chunk", golden_manifest("B3_magicoder"), samples)
+    with open(path / "samples.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"id": "broken", "output_ids": [1, 2\n')
+    ds = DatasetRun(0, path, None, None)
+    judge, error = ds.setup()
+    assert error is None
+    positions = list(range(len(ds.index)))
+    began = []
+    chunk = ds.judge_positions(positions, began.append).verdicts
+    alone = {p: judge(ds.index.read(p, ds.fd)) for p in positions}
+    assert chunk == alone
+    assert sorted(set(began)) == positions  # the progress a stuck judge is named by covers every sample
+    kinds = [(v.kind, v.prompt) for v in chunk.values()]
+    assert (EXACT, "exact") in kinds and (DIVERGENT, "history") in kinds and kinds.count((BAD_INPUT, "")) == 2
+    assert chunk[3].kind == DIVERGENT and chunk[3].prompt == "history" and chunk[3].output_diverged
+    assert any(v.kind != EXACT and v.prompt == "exact" for v in chunk.values())  # an output side alone not exact
+    ds.close()
+
+
+def _one_resplit(ids: list[int]) -> list[int]:
+    """The ids with one token of 4 or more ASCII bytes written as two tokens (the text unchanged)."""
+    tok, _ = bind_dataset("kimi-k2.5", "kimi-k2.5")
+    for j, i in enumerate(ids):
+        b = tok.token_bytes(i)
+        if len(b) >= 4 and b.isascii() and b.isalpha():
+            halves = tok.encode_ordinary(b[:2].decode()) + tok.encode_ordinary(b[2:].decode())
+            if len(halves) == 2:
+                return ids[:j] + halves + ids[j + 1 :]
+    raise AssertionError("no token to re-split")

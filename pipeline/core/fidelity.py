@@ -129,7 +129,17 @@ class Judge:
 
     def __call__(self, sample: GoldenSample | GoldenError) -> Verdict:
         """The verdict on both sides of a sample: its output, then its prompt."""
-        verdict = self._output(sample)
+        return self.prompt_side(sample, self._output(sample))
+
+    def output_side(self, sample: GoldenSample | GoldenError) -> Verdict:
+        """The verdict on the sample's output alone; ``prompt_side`` completes it. A judge of many samples
+        runs each side over a chunk of them in turn: rendering and encoding interleaved sample by sample
+        evict each other's code and tables from the CPU's caches (the prompt side then costs about twice
+        as much)."""
+        return self._output(sample)
+
+    def prompt_side(self, sample: GoldenSample | GoldenError, verdict: Verdict) -> Verdict:
+        """``verdict`` (``output_side``'s on ``sample``) with the sample's prompt side judged."""
         if verdict.kind == BAD_INPUT or type(sample) is not GoldenSample:
             return verdict
         if self.prompts is None:
