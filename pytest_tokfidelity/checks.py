@@ -11,8 +11,9 @@ import pytest
 
 from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, PROMPT_EXACT, PROMPT_OFF, PROMPT_UNCHECKED, Verdict
 
+from .collection import GATE_TEST
 from .judge_watch import JudgeStuck
-from .snapshots import snapshot_assertion, snapshot_file
+from .snapshots import snapshot_assertion, snapshot_file, snapshot_key
 
 __all__ = ["Checks"]
 
@@ -40,7 +41,7 @@ class Checks:
         """Count an exact verdict as check_sample does, unless the sample has a stored reviewed
         divergence (then check_sample must see it: the snapshot is stale): False, nothing counted."""
         ds = self.datasets[item.case[0]]
-        if ds.stored and item.name in ds.stored:
+        if ds.stored and snapshot_key(ds.name, item.name) in ds.stored:
             return False
         counts = self.counts[ds.name]
         counts.samples += 1
@@ -58,7 +59,7 @@ class Checks:
         if judge is None:
             counts.bad_input += 1
             self._record(ds, position, None, "bad-input")
-            pytest.fail(f"not verified: {ds.name} cannot be judged (test_manifest[{ds.name}] says why)", pytrace=False)
+            pytest.fail(f"not verified: {ds.name} cannot be judged ({self._test_id(ds, 'test_manifest')} says why)", pytrace=False)
         verdict, item.verdict = item.verdict, None  # fetched already by protocol.py, when it looked
         if verdict is None:
             verdict = self.session.prefetcher.verdict(ds, position)
@@ -88,8 +89,8 @@ class Checks:
                 for cls, n in verdict.hunks_by_class.items():
                     policy_hunks[cls] = policy_hunks.get(cls, 0) + n
                 self._record(ds, position, verdict, "policy")
-            if ds.stored and item.name in ds.stored:
-                counts.stale_snapshots.append(item.name)
+            if ds.stored and (key := snapshot_key(ds.name, item.name)) in ds.stored:
+                counts.stale_snapshots.append(key)
             return
         snapshot = snapshot_assertion(item)
         if snapshot == verdict.signature:
@@ -102,7 +103,7 @@ class Checks:
         _count_prompt(counts, verdict.prompt, False)
         type(counts).bump(counts.new_by_class, verdict.classes)
         self._record(ds, position, verdict, "new")
-        stored = item.name in ds.stored
+        stored = snapshot_key(ds.name, item.name) in ds.stored
         hint = (
             f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
             if stored
@@ -111,9 +112,31 @@ class Checks:
         pytest.fail(
             f"{ds.name}/{ds.index.name(position)} (line {verdict.line}): {_sides(verdict)}: "
             f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
-            f"record it with `pytest --tokfidelity-dataset={ds.name} --snapshot-update`.",
+            f"record it with `pytest {item.nodeid} --snapshot-update` (every such sample of the dataset: "
+            f"`pytest --tokfidelity-dataset={ds.name} --snapshot-update`).",
             pytrace=False,
         )
+
+    def _check_gate_record(self, ds) -> None:
+        """``test_gate_policy`` named alone: the gate as its record and today's files say (``gate check``)."""
+        from pipeline.core.gate import check_gate
+
+        opt = self.session.config.option
+        status = check_gate(ds.name, golden_dir=self.session.golden_dir, tokenizer=opt.tokfidelity_tokenizer,
+                            state_dir=opt.tokfidelity_state_dir, view=opt.tokfidelity_view)
+        if not status.open:
+            whole = f"pytest {self._file_id(ds)}"
+            pytest.fail(f"{status.message}\nnext: {status.next_step}\n(the gate is decided by a run of the whole dataset: `{whole}`)",
+                        pytrace=False)
+
+    def _file_id(self, ds) -> str:
+        """The node id of ``ds``'s file (its samples.jsonl), as pytest prints it and takes it back."""
+        from .selection import dataset_file, file_nodeid
+
+        return file_nodeid(self.session.config, dataset_file(ds.dir))
+
+    def _test_id(self, ds, name: str) -> str:
+        return f"{self._file_id(ds)}::{name}"
 
     def _record(self, ds, position: int, verdict, outcome: str) -> None:
         if self.session.results is not None:
@@ -135,9 +158,11 @@ class Checks:
             if problems:
                 pytest.fail("\n".join(problems), pytrace=False)
             return
+        if name == GATE_TEST:
+            return self._check_gate_record(ds)
         judge, why = ds.setup()
         if judge is None:
-            pytest.fail(f"cannot check {ds.name}: it cannot be judged (test_manifest[{ds.name}] says why)", pytrace=False)
+            pytest.fail(f"cannot check {ds.name}: it cannot be judged ({self._test_id(ds, 'test_manifest')} says why)", pytrace=False)
         if name == "test_special_tokens":
             from pipeline.core.audit import audit
 

@@ -1,24 +1,27 @@
-"""Collection of the fidelity suite: the suite module under the rootdir, its parameters, and
-which collected test belongs to which dataset.
+"""Collection of the fidelity suite: each dataset's own ``samples.jsonl`` is the test file.
 
-The suite (``pytest_tokfidelity/suite.py``) is collected under a node path in the rootdir, so
-that node ids read ``tokfidelity_suite.py::test_fidelity[<DATASET>/<id>]``: a ``pytest.Module``
-at that path whose ``obj`` is set to the imported suite (pytest's public setter; nothing of
-pytest is overridden). Each suite test carries ``(dataset, check)`` in its ``user_properties``,
-which travel with every report (xdist included): nothing downstream parses node ids.
+A dataset ``golden/B3/`` is collected as the file ``golden/B3/samples.jsonl`` (``DatasetFile``,
+made by the session's ``pytest_collect_file`` for the datasets of the run), so that a test's node id
+is a path and a name pytest selects by itself: ``golden/B3/samples.jsonl::b3-0005`` runs that
+sample, ``golden/B3/samples.jsonl::test_manifest`` that check, ``golden/B3/samples.jsonl`` the
+whole dataset. In the file: ``test_manifest``, then one ``SampleItem`` per sample, named by
+``sample_item_name``, then the other whole-dataset checks (``CheckItem``), which come after the
+samples so that a run that judged every sample has already checked them. Each test carries
+``(dataset, check)`` in its ``user_properties``, which travel with every report (xdist included):
+nothing downstream parses node ids.
 
-The whole-dataset checks are plain test functions, parametrized per dataset. The samples are
-``SampleItem``s (pytest's way to run tests that are not Python functions, as its doctest items
-do), made by the session's ``pytest_pycollect_makeitem`` for ``test_fidelity``: a parametrized
-function costs pytest a fixture request, a parameter fixture and the signature of the function
-per test, about 0.15 ms of the controlling process per sample (bench/bench_plugin.py), on a
-budget of about 1 ms. A sample needs no fixture: its reviewed divergence, when it has one, is
-asserted through syrupy's ``SnapshotAssertion`` built here as syrupy's own ``snapshot`` fixture
-builds it (snapshots.py).
+Samples and checks are bare ``pytest.Item``s (pytest's way to run tests that are not Python
+functions, as its doctest items do): a parametrized function costs pytest a fixture request, a
+parameter fixture and the signature of the function per test, about 0.15 ms of the controlling
+process per sample (bench/bench_plugin.py), on a budget of about 1 ms. A sample needs no fixture:
+its reviewed divergence, when it has one, is asserted through syrupy's ``SnapshotAssertion`` built
+as syrupy's own ``snapshot`` fixture builds it (snapshots.py). Their docstrings are the functions
+of ``pytest_tokfidelity/suite.py``.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 from typing import Any
 
@@ -27,36 +30,76 @@ import pytest
 from .pytest_adapter import CHECKED_VERSION, share_location
 
 __all__ = [
-    "SUITE_NODE_NAME", "SAMPLE_TEST", "PROPERTY", "SampleItem", "sample_items", "suite_items", "suite_params", "tag",
-    "sample_cases", "dataset_cases",
+    "SAMPLE_TEST", "GATE_TEST", "PROPERTY", "FIRST_CHECKS", "LAST_CHECKS", "DatasetFile", "SampleItem", "CheckItem", "sample_item_name",
+    "suite_params", "tag", "sample_cases", "dataset_of",
 ]
 
-SUITE_NODE_NAME = "tokfidelity_suite.py"
-SAMPLE_TEST = "test_fidelity"
+SAMPLE_TEST = "test_fidelity"  # the check name of a sample's test (in user_properties, counts, snapshot keys)
 PROPERTY = "tokfidelity"  # report.user_properties entry of a suite test: (dataset name, check name)
+FIRST_CHECKS = ("test_manifest",)
+LAST_CHECKS = ("test_vocabulary", "test_special_tokens", "test_stop_tokens")
+GATE_TEST = "test_gate_policy"  # failed by report.py for what keeps a gate closed; collected only when named (``PATH::test_gate_policy``)
+_CHECK_NAMES = frozenset(FIRST_CHECKS + LAST_CHECKS + (GATE_TEST,))
 
 
-def suite_items(session: pytest.Session) -> list[pytest.Item]:
-    """The suite's items, collected under ``<rootdir>/tokfidelity_suite.py``."""
-    module = pytest.Module.from_parent(session, path=session.config.rootpath / SUITE_NODE_NAME)
-    module.obj = importlib.import_module("pytest_tokfidelity.suite")
-    return list(session.genitems(module))
+def sample_item_name(index: Any, position: int) -> str:
+    """The name of a sample's test in its file: the sample id (``index.name``: ``line-N`` when it has
+    none, ``ID@line-N`` when it repeats one). An id pytest could not select back (one holding ``::``,
+    or a check's name) is named ``line-N`` instead. The one place sample tests are named."""
+    name = index.name(position)
+    if "::" in name or name in _CHECK_NAMES:
+        return f"line-{index.lines[position]}"
+    return name
+
+
+def _suite():
+    return importlib.import_module("pytest_tokfidelity.suite")
+
+
+class DatasetFile(pytest.File):
+    """A dataset's ``samples.jsonl`` as a test file: its checks and one test per sample."""
+
+    def __init__(self, *, dataset: Any, cases: list[tuple[int, int]], gate: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.dataset = dataset  # the DatasetRun
+        self.cases = cases  # (dataset position, sample position) of each sample test, in order
+        self.gate = gate  # the command line names this file's test_gate_policy: collect it (it checks the record)
+        self.extra_keyword_matches.add(dataset.name)  # -k DATASET selects its tests, as the folder's name does
+
+    def collect(self) -> list[pytest.Item]:
+        ds = self.dataset
+        collecting = gc.isenabled()
+        gc.disable()  # no collection walks the items while they are made (session.py freezes them once made)
+        try:
+            index = ds.index
+            first = [CheckItem.from_parent(self, name=c, dataset=ds.position) for c in FIRST_CHECKS]
+            samples = [SampleItem.from_parent(self, name=sample_item_name(index, p), case=(d, p)) for d, p in self.cases]
+            last = [CheckItem.from_parent(self, name=c, dataset=ds.position) for c in LAST_CHECKS + ((GATE_TEST,) if self.gate else ())]
+        finally:
+            if collecting:
+                gc.enable()
+        if samples and pytest.__version__ == CHECKED_VERSION:
+            # pytest's Item.location (a cached property) makes each item's path relative to the rootdir,
+            # 12 us a test, 0.5 s at 40,000 samples; every sample shares the first one's path and
+            # reportinfo's line 0, so the others get that answer cached as it would cache its own.
+            share_location(samples)
+        return [*first, *samples, *last]
 
 
 class SampleItem(pytest.Item):
-    """One golden sample's test: ``test_fidelity[<DATASET>/<id>]``, judging sample ``case``
-    (dataset position, sample position) when it runs."""
+    """One golden sample's test, judging sample ``case`` (dataset position, sample position) when it runs."""
 
     def __init__(self, *, case: tuple[int, int], **kwargs: Any):
         super().__init__(**kwargs)
         self.case = case
+        self.extra_keyword_matches.add(SAMPLE_TEST)  # -k test_fidelity: the samples; -k 'not test_fidelity': the checks
         self.verdict = None  # set when protocol.py fetched the verdict and left the test to pytest
 
     @property
     def obj(self):
         """The suite's ``test_fidelity`` (its docstring says what a sample test checks; syrupy reads
-        the snapshot location's module and test name from it)."""
-        return self.parent.obj.test_fidelity
+        the snapshot location's module from it)."""
+        return _suite().test_fidelity
 
     def runtest(self) -> None:
         from .session import session_of
@@ -68,44 +111,55 @@ class SampleItem(pytest.Item):
         return self.path, 0, self.name
 
 
-def sample_items(collector: pytest.Module, cases: list[tuple[int, int]], ids: list[str]) -> list[SampleItem]:
-    items = [SampleItem.from_parent(collector, name=f"{SAMPLE_TEST}[{i}]", case=case) for case, i in zip(cases, ids)]
-    if items and pytest.__version__ == CHECKED_VERSION:
-        # pytest's Item.location (a cached property) makes each item's path relative to the rootdir,
-        # 12 us a test, 0.5 s at 40,000 samples; every sample shares the first one's path and
-        # reportinfo's line 0, so the others get that answer cached as it would cache its own.
-        share_location(items)
-    return items
+class CheckItem(pytest.Item):
+    """One whole-dataset check of dataset ``dataset`` (its position), named after the check."""
+
+    def __init__(self, *, dataset: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.dataset = dataset
+
+    @property
+    def obj(self):
+        return getattr(_suite(), self.name)
+
+    def runtest(self) -> None:
+        from .session import session_of
+
+        session_of(self.config).check_dataset(self.name, self.dataset)
+
+    def reportinfo(self):
+        return self.path, 0, self.name
 
 
 def suite_params(item: pytest.Item) -> dict[str, Any] | None:
     """The parameters of a fidelity-suite test (None for any other test of the session)."""
-    if type(item) is SampleItem:
+    kind = type(item)
+    if kind is SampleItem:
         return {"case": item.case}
-    if not isinstance(item, pytest.Function) or item.module is None or item.module.__name__ != "pytest_tokfidelity.suite":
-        return None
-    callspec = getattr(item, "callspec", None)
-    return callspec.params if callspec is not None else None
+    if kind is CheckItem:
+        return {"dataset": item.dataset}
+    return None
+
+
+def dataset_of(item: pytest.Item) -> int | None:
+    """The position of the dataset a fidelity-suite test belongs to (None: another test)."""
+    kind = type(item)
+    if kind is SampleItem:
+        return item.case[0]
+    if kind is CheckItem:
+        return item.dataset
+    return None
 
 
 def tag(item: pytest.Item, dataset: str, check: str) -> None:
     item.user_properties.append((PROPERTY, (dataset, check)))
 
 
-def sample_cases(datasets, sample_limit: int | None, shard=None) -> tuple[list[tuple[int, int]], list[str]]:
-    """(dataset position, sample position) per sample test, and its id ``DATASET/<sample name>``;
-    ``shard`` (``--tokfidelity-shard``): only the samples whose name hashes to it."""
-    keys, ids = [], []
-    for ds in datasets:
-        index = ds.index
-        positions = index.subset(sample_limit) if sample_limit else range(len(index))
-        if shard is not None:
-            positions = [p for p in positions if shard.holds(index.name(p))]
-        for p in positions:
-            keys.append((ds.position, p))
-            ids.append(f"{ds.name}/{index.name(p)}")
-    return keys, ids
-
-
-def dataset_cases(datasets) -> tuple[list[int], list[str]]:
-    return [d.position for d in datasets], [d.name for d in datasets]
+def sample_cases(ds: Any, sample_limit: int | None, shard=None) -> list[tuple[int, int]]:
+    """(dataset position, sample position) per sample test of ``ds``; ``shard`` (``--tokfidelity-shard``):
+    only the samples whose name hashes to it."""
+    index = ds.index
+    positions = index.subset(sample_limit) if sample_limit else range(len(index))
+    if shard is not None:
+        positions = [p for p in positions if shard.holds(index.name(p))]
+    return [(ds.position, p) for p in positions]

@@ -1,8 +1,9 @@
 """pytest entry point of tokfidelity: ``pytest --tokfidelity-dataset=NAME``.
 
-Only options live here. Without ``--tokfidelity-dataset`` nothing else is imported and no
-hook runs; with it, one ``FidelitySession`` (session.py) per process judges the samples of
-the suite in suite.py (collected alone when no test paths were given), and the controlling
+Only options live here. Without ``--tokfidelity-dataset``, or a path to a dataset's ``samples.jsonl``
+or folder (which names it: selection.py), nothing else of tokfidelity runs; with it, one
+``FidelitySession`` (session.py) per process judges the datasets, collected as their own
+``samples.jsonl`` files (collection.py; alone when no test paths were given), and the controlling
 process's ``RunReport`` (report.py) prints the summary and writes the gate records.
 """
 
@@ -45,13 +46,21 @@ def _dataset_names(config: pytest.Config) -> list[str]:
     return [n.strip() for value in config.option.tokfidelity_dataset for n in value.split(",") if n.strip()]
 
 
-def _golden_dir(config: pytest.Config) -> Path:
-    """The option, else the ini value (relative to the rootdir), else ``golden/`` in the rootdir; a usage error
-    naming where it looked and how to point elsewhere when that folder is missing."""
+def _golden_dir_default(config: pytest.Config) -> tuple[Path, str | None]:
+    """The option, else the ini value (relative to the rootdir), else ``golden/`` in the rootdir; and the
+    ini value (None: not from the ini)."""
     if config.option.tokfidelity_golden_dir:
-        return Path(config.option.tokfidelity_golden_dir)
+        return Path(config.option.tokfidelity_golden_dir), None
     ini = config.getini("tokfidelity_golden_dir")
-    golden_dir = config.rootpath / (ini or "golden")
+    return config.rootpath / (ini or "golden"), ini
+
+
+def _golden_dir(config: pytest.Config) -> Path:
+    """The golden dir (``_golden_dir_default``); a usage error naming where it looked and how to point
+    elsewhere when that folder is missing."""
+    golden_dir, ini = _golden_dir_default(config)
+    if config.option.tokfidelity_golden_dir:
+        return golden_dir
     if not golden_dir.is_dir():
         source = f"ini option tokfidelity_golden_dir = {ini!r}" if ini else "the default: golden/ in pytest's rootdir"
         raise pytest.UsageError(
@@ -61,6 +70,17 @@ def _golden_dir(config: pytest.Config) -> Path:
     if golden_dir.is_relative_to(config.invocation_params.dir):  # shown as the user typed paths: golden/B3/...
         golden_dir = golden_dir.relative_to(config.invocation_params.dir)
     return golden_dir
+
+
+def _implied_names(config: pytest.Config) -> list[str]:
+    """Datasets named by the paths given (``pytest golden/B3/samples.jsonl::b3-0005``: B3), selection.py."""
+    from .selection import arg_paths, implied_datasets
+
+    paths = arg_paths(config)
+    if not paths:
+        return []
+    golden_dir = Path(os.path.abspath(config.invocation_params.dir / _golden_dir_default(config)[0]))
+    return implied_datasets(paths, golden_dir) if golden_dir.is_dir() else []
 
 
 def _pipeline_package_problem() -> str | None:
@@ -112,9 +132,10 @@ def _folder_problem(target: Path, needs: str) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     names = _dataset_names(config)
+    if not names and config.option.tokfidelity_dataset:  # given, but empty (an unset variable in a CI line): not a silent no-op
+        raise pytest.UsageError("--tokfidelity-dataset: no dataset name given (NAME, NAME_*, comma-separated, or 'all')")
+    names += [n for n in _implied_names(config) if n not in names]
     if not names:
-        if config.option.tokfidelity_dataset:  # given, but empty (an unset variable in a CI line): not a silent no-op
-            raise pytest.UsageError("--tokfidelity-dataset: no dataset name given (NAME, NAME_*, comma-separated, or 'all')")
         return
     if (problem := _pipeline_package_problem()) is not None:
         raise pytest.UsageError(problem)
@@ -159,5 +180,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .report import RunReport
 
         config.pluginmanager.register(RunReport(session), "tokfidelity-report")
+    from .selection import collected_paths
+
+    paths = collected_paths(config, session.datasets)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args[:] = []  # no paths given: run the fidelity suite alone, not testpaths
+        config.args[:] = paths  # no paths given: run the fidelity suite alone, not testpaths
+    else:
+        config.args[:0] = paths  # the datasets no given path leads to, first (as without paths)

@@ -20,8 +20,9 @@ from pipeline.core.decision import CLOSED, OPEN, Completeness, Counts, Decision,
 from pipeline.core.files import os_error_message
 from pipeline.core.pins import Pins
 
-from .collection import PROPERTY, SAMPLE_TEST, SUITE_NODE_NAME
+from .collection import GATE_TEST, PROPERTY, SAMPLE_TEST
 from .dataset import DatasetRun
+from .selection import dataset_file, file_nodeid, selects_tests
 from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
 from .sharding import rates_deferred, shard_size, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
@@ -30,7 +31,7 @@ from .summary import plural, shown, summary_lines
 
 __all__ = ["RunReport", "GATE_TEST"]
 
-GATE_TEST = "test_gate_policy"  # failed per dataset for what keeps its gate closed that no other test shows
+NODE_IDS_REASON = "node ids given (PATH::NAME)"  # a partial run's reason: single tests of the dataset selected
 
 
 class RunReport:
@@ -50,19 +51,21 @@ class RunReport:
         self.worker_pins: dict[str, list[Pins]] = {}  # dataset -> what each xdist worker read
         self.summary_lines: list[str] = []
         self.outcomes: dict[str, dict[str, Any]] = {}  # dataset -> gate note, problems, wall time (for results.json)
-        self.partial: list[str] = []
+        self.partial: list[str] = []  # why the run was partial, for every dataset
+        self.partial_of: dict[str, list[str]] = {}  # dataset -> why its run was partial (the above, and its own)
         self.decided: dict[str, tuple[Decision, Pins | None, float]] = {}  # dataset -> decision, pins, wall time
+        self._files = {file_nodeid(self.config, dataset_file(d.dir)): d.name for d in session.datasets}  # node id -> dataset
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = next((value for key, value in report.user_properties if key == PROPERTY), None)
         if found is None:  # not a test of the fidelity suite, or one whose xdist worker crashed under it
-            if report.failed and report.nodeid.startswith(f"{SUITE_NODE_NAME}::"):  # which dataset is unknown:
-                for tally in self.reports.values():  # the failure counts against every dataset of the run
-                    tally["failed"].add(report.nodeid)
+            dataset = self._files.get(report.nodeid.partition("::")[0]) if report.failed else None
+            if dataset is not None:  # the failure counts against the dataset of its file
+                self.reports[dataset]["failed"].add(report.nodeid)
             return
         dataset, check = found
         tally = self.reports.get(dataset)
-        if tally is None:
+        if tally is None or check == GATE_TEST:  # the gate's own test: decided after the run, or a check of its record
             return
         start, stop = getattr(report, "start", None), getattr(report, "stop", None)
         if start and stop and start >= self.started_at - 1:  # a lost worker's report has none worth the name
@@ -97,6 +100,7 @@ class RunReport:
             reasons.append("--deselect")
         if getattr(opt, "lf", False):
             reasons.append("--lf")
+
         if self.session.sample_limit:
             reasons.append(f"--tokfidelity-sample={self.session.sample_limit}")
         if session.shouldstop or session.shouldfail:
@@ -125,9 +129,11 @@ class RunReport:
         shard = self.session.shard
         for ds in self.session.datasets:
             counts, tally = self.counts[ds.name], self.reports[ds.name]
+            own = [NODE_IDS_REASON] if selects_tests(self.config, ds.dir) else []  # golden/DS/samples.jsonl::NAME
+            self.partial_of[ds.name] = [*partial, *own]
             completeness = Completeness(
                 expected=shard_size(ds, shard) if shard else len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
-                checks_passed=frozenset(tally["checks"]), partial=tuple(partial), share=shard is not None,
+                checks_passed=frozenset(tally["checks"]), partial=tuple(self.partial_of[ds.name]), share=shard is not None,
             )
             decision = decide(counts, rates_deferred(ds.manifest) if shard else ds.manifest, completeness)
             pins = None
@@ -151,8 +157,9 @@ class RunReport:
         fix = decision.fix or "fix what is said above"
         message = "\n".join([f"the gate of {ds.name} stays closed: {r}" for r in reasons] + [
             f"manifest: {ds.dir / 'manifest.json'}", f"next: {fix}; then run `{self._command(ds)}`"])
-        nodeid = f"{SUITE_NODE_NAME}::{GATE_TEST}[{ds.name}]"
-        location = (SUITE_NODE_NAME, 0, f"{GATE_TEST}[{ds.name}]")
+        path = next(f for f, name in self._files.items() if name == ds.name)
+        nodeid = f"{path}::{GATE_TEST}"
+        location = (path, 0, GATE_TEST)
         session.testscollected += 1  # pytest's progress counts it
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)

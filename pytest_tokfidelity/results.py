@@ -136,7 +136,7 @@ class ResultsRecorder:
                 accept=manifest.accept if manifest else {},
                 max_known_divergence_rate=manifest.max_known_divergence_rate if manifest else 0.0,
                 gate_note=outcome.get("gate", "record unchanged"), problems=outcome.get("problems", []),
-                partial_reasons=run_report.partial, wall_s=outcome.get("wall", 0.0),
+                partial_reasons=run_report.partial_of.get(ds.name, run_report.partial), wall_s=outcome.get("wall", 0.0),
                 golden_dir=self.config.option.tokfidelity_golden_dir, path=str(ds.dir),
                 failed_checks=self.failed_checks.get(ds.name, []), ran=ranges(self.ran[ds.name]),
             ))

@@ -36,12 +36,13 @@ from pipeline.core.decision import Counts
 from pipeline.core.golden import find_datasets
 
 from .checks import Checks
-from .collection import SAMPLE_TEST, dataset_cases, sample_cases, sample_items, suite_items, suite_params, tag
+from .collection import GATE_TEST, SAMPLE_TEST, CheckItem, DatasetFile, SampleItem, dataset_of, sample_cases, tag
 from .dataset import DatasetRun
 from .judge_pools import ForkedCall, can_fork
 from .judge_watch import DEFAULT_DEADLINE
 from .judges import LoneOrder, Prefetcher, XdistOrder
 from .protocol import PlainPasses
+from .selection import dataset_file, file_nodeid, names_test, selects_tests
 from .sharding import shard_option
 
 __all__ = ["FidelitySession", "session_of", "PLUGIN_NAME", "WORKER_OUTPUT_KEY", "WORKER_TOKENIZERS_KEY", "WORKER_PINS_KEY"]
@@ -51,6 +52,7 @@ PLUGIN_NAME = "tokfidelity-session"  # the session is registered under this name
 WORKER_OUTPUT_KEY = "tokfidelity_counts"  # a worker's counts, sent to the controller
 WORKER_TOKENIZERS_KEY = "tokfidelity_tokenizers"  # per dataset: the tokenizer fingerprint and profile a worker judged with
 WORKER_PINS_KEY = "tokfidelity_pins"  # per dataset: the hashes of what a worker read
+_FILE_NAMES = ("samples.jsonl", "manifest.json")  # what a dataset is collected as (selection.dataset_file)
 FREEZE_EVERY = 2048  # tests between two freezes of what the run keeps (see the module's docstring)
 
 
@@ -96,11 +98,12 @@ class FidelitySession:
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
         self.results = None  # the ResultsRecorder (results.py) when --tokfidelity-report is given
         self.shard = shard_option(config)  # --tokfidelity-shard=I/N (None: whole datasets)
-        self._cases: tuple[list[tuple[int, int]], list[str]] | None = None
+        self._cases: dict[int, list[tuple[int, int]]] = {}  # dataset position -> its sample tests' cases
+        self._files = {os.path.abspath(dataset_file(d.dir)): d for d in self.datasets}  # collected as test files
         self._finished = 0  # tests finished, for FREEZE_EVERY
         if not self.is_worker and getattr(opt, "dist", "no") == "no" and not opt.collectonly and can_fork():
             # A lone run: its golden files are indexed in a forked process while this one goes on
-            # collecting and loads the tokenizers (pytest_collection_modifyitems); each alone keeps a
+            # collecting and loads the tokenizers (pytest_collection); each alone keeps a
             # core busy, and judging waits for both (at 6,000 samples about 0.2 s and 0.3 s).
             datasets = self.datasets
             indexing = ForkedCall(lambda: [ds.read_index() for ds in datasets])
@@ -109,34 +112,31 @@ class FidelitySession:
                 ds.indexed_elsewhere = indexing
 
     # -- collection ---------------------------------------------------------------------------
-    def sample_cases(self) -> tuple[list[tuple[int, int]], list[str]]:
-        if self._cases is None:
-            self._cases = sample_cases(self.datasets, self.sample_limit, self.shard)
-        return self._cases
+    def sample_cases(self, ds: DatasetRun) -> list[tuple[int, int]]:
+        """(dataset position, sample position) of each sample test of ``ds`` (within the sample limit and shard)."""
+        if ds.position not in self._cases:
+            self._cases[ds.position] = sample_cases(ds, self.sample_limit, self.shard)
+        return self._cases[ds.position]
 
-    def dataset_cases(self) -> tuple[list[int], list[str]]:
-        return dataset_cases(self.datasets)
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> DatasetFile | None:
+        """A dataset's ``samples.jsonl``: its test file (collection.py)."""
+        ds = self._files.get(os.path.abspath(file_path)) if file_path.name in _FILE_NAMES else None
+        if ds is None:
+            return None
+
+        nodeid = None if file_path.is_relative_to(self.config.rootpath) else file_nodeid(self.config, file_path)
+        return DatasetFile.from_parent(parent, path=file_path, nodeid=nodeid, dataset=ds, cases=self.sample_cases(ds),
+                                       gate=names_test(self.config, file_path, GATE_TEST))
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj) -> list[pytest.Item] | None:
-        """The suite's ``test_fidelity``: one SampleItem per sample (collection.py says why)."""
-        if name == SAMPLE_TEST and isinstance(collector, pytest.Module) and collector.obj.__name__ == "pytest_tokfidelity.suite":
-            return sample_items(collector, *self.sample_cases())
-        return None
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
-        if not self.is_worker and not self.config.option.collectonly:  # judges start while pytest collects
-            for ds in self.datasets:
-                ds.setup()  # first: the indexes may still be being built elsewhere (see __init__)
-            self.prefetcher.warm_up(self.sample_cases()[0])
-        collecting = gc.isenabled()
-        gc.disable()  # no collection walks the items while they are made (they are frozen once made)
-        try:
-            items[:0] = suite_items(session)
-        finally:
-            if collecting:
-                gc.enable()
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Before pytest collects: the tokenizers load, and the judges start on the first samples of the
+        datasets run whole (a node id that selects single samples starts none it would not run)."""
+        if self.is_worker or self.config.option.collectonly or getattr(self.config.option, "dist", "no") != "no":
+            return  # (an xdist controller collects nothing: its workers judge)
+        for ds in self.datasets:
+            ds.setup()  # first: the indexes may still be being built elsewhere (see __init__)
+        self.prefetcher.warm_up([c for ds in self.datasets if not selects_tests(self.config, ds.dir) for c in self.sample_cases(ds)])
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for ds in self.datasets:
@@ -144,14 +144,13 @@ class FidelitySession:
         case_of_item: list[tuple[int, int] | None] = []
         for item in session.items:
             case = None
-            params = suite_params(item)
-            if params is not None:
-                if "case" in params:
-                    case = params["case"]
-                    self.datasets[case[0]].selected.append(case[1])
-                    tag(item, self.datasets[case[0]].name, SAMPLE_TEST)
-                elif type(params.get("dataset")) is int:
-                    tag(item, self.datasets[params["dataset"]].name, item.originalname)
+            kind = type(item)
+            if kind is SampleItem:
+                case = item.case
+                self.datasets[case[0]].selected.append(case[1])
+                tag(item, self.datasets[case[0]].name, SAMPLE_TEST)
+            elif kind is CheckItem:
+                tag(item, self.datasets[item.dataset].name, item.name)
             case_of_item.append(case)
         for ds in self.datasets:
             ds.rank = {p: r for r, p in enumerate(ds.selected)}
@@ -164,10 +163,8 @@ class FidelitySession:
 
     def dataset_of_item(self, item: pytest.Item) -> DatasetRun | None:
         """The dataset a fidelity-suite test belongs to (None: another test of the session)."""
-        params = suite_params(item)
-        if params is None:
-            return None
-        return self.datasets[params["case"][0] if "case" in params else params["dataset"]]
+        position = dataset_of(item)
+        return None if position is None else self.datasets[position]
 
     # -- the suite's tests ----------------------------------------------------------------------
     def check_sample(self, case: tuple[int, int], item: pytest.Item) -> None:

@@ -1,7 +1,8 @@
 """Reviewed divergences as syrupy snapshots, stored beside their dataset.
 
 One file per dataset, ``<dataset>/__snapshots__/fidelity.ambr`` (syrupy's amber layout: a
-``# name: test_fidelity[<DATASET>/<id>]`` header per sample), holding the Diagnosis
+``# name: test_fidelity[<DATASET>/<id>]`` header per sample, ``snapshot_key``: the name sample tests had
+before they were collected from ``samples.jsonl``, kept so that stored files stay valid), holding the Diagnosis
 signature as key-sorted JSON with one line per key or hunk: short, readable, and a review
 diff shows exactly which hunk changed. Exact samples have no entry. The plugin, not syrupy,
 finds stale entries (their sample is exact now): syrupy's unused-snapshot search assumes
@@ -20,10 +21,16 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.amber import AmberDataSerializer, AmberSnapshotExtension
 from syrupy.location import PyTestLocation
 
-__all__ = ["DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED_SYRUPY_VERSION", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
+__all__ = ["snapshot_key", "DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED_SYRUPY_VERSION", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
 
 SNAPSHOT_DIRNAME = "__snapshots__"
 SNAPSHOT_BASENAME = "fidelity"
+
+
+def snapshot_key(dataset: str, test_name: str) -> str:
+    """The name of a sample's reviewed divergence in its dataset's snapshot file (``test_name``: the
+    sample's test name in ``samples.jsonl``, collection.sample_item_name)."""
+    return f"test_fidelity[{dataset}/{test_name}]"
 
 
 def snapshot_file(dataset_dir: Path) -> Path:
@@ -76,6 +83,16 @@ class DiagnosisExtension(AmberSnapshotExtension):
         if dataset is None:  # syrupy asks for every test of a mixed run: others keep syrupy's place
             return super().dirname(test_location=test_location)
         return str(dataset.dir / SNAPSHOT_DIRNAME)
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location, index=0) -> str:
+        item = test_location.item
+        from .session import session_of
+
+        dataset = session_of(item.config).dataset_of_item(item)
+        if dataset is None:
+            return super().get_snapshot_name(test_location=test_location, index=index)
+        return snapshot_key(dataset.name, item.name)
 
     @classmethod
     def get_file_basename(cls, *, test_location, index) -> str:

@@ -62,7 +62,7 @@ import time
 from pathlib import Path
 
 def pytest_runtest_call(item):
-    if item.name.startswith("test_fidelity["):
+    if type(item).__name__ == "SampleItem":
         Path("started").touch()  # the samples are indexed and being judged: time for the attacker
         time.sleep({delay})
 """

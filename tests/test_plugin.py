@@ -83,9 +83,10 @@ def test_item_ids_name_dataset_and_sample(pytester):
     result = run(pytester, "--tokfidelity-dataset=K1_exact", "--collect-only", "-q")
     result.stdout.fnmatch_lines(
         [
-            "tokfidelity_suite.py::test_manifest[[]K1_exact[]]",
-            "tokfidelity_suite.py::test_fidelity[[]K1_exact/s0[]]",
-            "tokfidelity_suite.py::test_fidelity[[]K1_exact/s1[]]",
+            "golden/K1_exact/samples.jsonl::test_manifest",
+            "golden/K1_exact/samples.jsonl::s0",
+            "golden/K1_exact/samples.jsonl::s1",
+            "golden/K1_exact/samples.jsonl::test_vocabulary",
         ]
     )
 
@@ -112,7 +113,7 @@ def test_new_divergence_fails_with_the_diagnosis(pytester):
     result = run(pytester, "--tokfidelity-dataset=K2")
     result.assert_outcomes(passed=4 + 2, failed=1)
     out = result.stdout.str()
-    assert "test_fidelity[K2_div/split]" in out
+    assert "golden/K2_div/samples.jsonl::split" in out
     assert "non-canonical-split" in out
     assert "first at index 3" in out  # 'Think' '.' '</think>' then the hunk
     assert "' initial'" in out and "'izer'" in out and "' initializer'" in out
@@ -194,8 +195,8 @@ def test_policy_never_accepts_classes_that_change_text(pytester):
     result = run(pytester, "--tokfidelity-dataset=K7")
     result.stdout.fnmatch_lines(["golden/K7/manifest.json: field accept.stop-token: this class changes or loses text*"])
     out = result.stdout.str()
-    assert "FAILED tokfidelity_suite.py::test_manifest[K7]" in out
-    assert "FAILED tokfidelity_suite.py::test_fidelity[K7/chas]" in out
+    assert "FAILED golden/K7/samples.jsonl::test_manifest" in out
+    assert "FAILED golden/K7/samples.jsonl::chas" in out
 
 
 def test_wrong_stop_token_is_named_by_the_stop_check(pytester):
@@ -203,7 +204,7 @@ def test_wrong_stop_token_is_named_by_the_stop_check(pytester):
     make_dataset(pytester.path, "K8", exact_samples(1) + [bad])
     result = run(pytester, "--tokfidelity-dataset=K8")
     result.stdout.fnmatch_lines(["*line 2 (chas): finish_reason stop but the last id is 163533 'chas', not 163586 '<|im_end|>'*"])
-    assert "FAILED tokfidelity_suite.py::test_stop_tokens[K8]" in result.stdout.str()
+    assert "FAILED golden/K8/samples.jsonl::test_stop_tokens" in result.stdout.str()
 
 
 def test_ids_outside_the_vocabulary_fail_the_vocabulary_check(pytester):
@@ -212,8 +213,8 @@ def test_ids_outside_the_vocabulary_fail_the_vocabulary_check(pytester):
     result = run(pytester, "--tokfidelity-dataset=K9")
     result.stdout.fnmatch_lines(["*line 2 (big): ids [[]999999[]] are outside the vocabulary*"])
     out = result.stdout.str()
-    assert "FAILED tokfidelity_suite.py::test_vocabulary[K9]" in out
-    assert "golden/K9/samples.jsonl: line 2 (big): ids [999999] are outside the vocabulary" in out.split("test_fidelity[K9/big] _")[1]
+    assert "FAILED golden/K9/samples.jsonl::test_vocabulary" in out
+    assert "golden/K9/samples.jsonl: line 2 (big): ids [999999] are outside the vocabulary" in out.split("_ big _")[1]
 
 
 def test_negative_id_is_bad_input_not_a_divergence(pytester):
@@ -222,8 +223,8 @@ def test_negative_id_is_bad_input_not_a_divergence(pytester):
     make_dataset(pytester.path, "K9n", exact_samples(1) + [bad], accept={"non-canonical-split": 1.0})
     result = run(pytester, "--tokfidelity-dataset=K9n")
     out = result.stdout.str()
-    assert "FAILED tokfidelity_suite.py::test_fidelity[K9n/neg]" in out, out
-    section = out.split("test_fidelity[K9n/neg] _")[1]
+    assert "FAILED golden/K9n/samples.jsonl::neg" in out, out
+    section = out.split("_ neg _")[1]
     assert "golden/K9n/samples.jsonl: line 2 (neg): ids [-1] are outside the vocabulary" in section
     assert "non-canonical-split" not in section and "reserved_token" not in section
     assert "accepted by policy" not in out and "1 with bad input" in out
@@ -236,7 +237,7 @@ def test_non_utf8_line_fails_its_own_test_and_the_rest_runs(pytester):
     result = run(pytester, "--tokfidelity-dataset=K9u")
     result.assert_outcomes(passed=1 + 2 + 3, failed=1)
     assert "golden/K9u/samples.jsonl:3: not UTF-8: byte 0xe9 at column 11" in result.stdout.str()
-    assert "test_fidelity[K9u/line-3]" in result.stdout.str()
+    assert "golden/K9u/samples.jsonl::line-3" in result.stdout.str()
 
 
 def test_empty_ids_are_named_by_line_and_said_to_be_missing(pytester):
@@ -245,7 +246,7 @@ def test_empty_ids_are_named_by_line_and_said_to_be_missing(pytester):
         f.write('{"id": "", "output_ids": [1], "finish_reason": "stop"}\n' * 2)
     result = run(pytester, "--tokfidelity-dataset=K9i")
     out = result.stdout.str()
-    assert "test_fidelity[K9i/line-2]" in out and "test_fidelity[K9i/line-3]" in out
+    assert "golden/K9i/samples.jsonl::line-2" in out and "golden/K9i/samples.jsonl::line-3" in out
     assert "golden/K9i/samples.jsonl:3: field 'id': missing or not a non-empty string" in out and "duplicate id" not in out
 
 
@@ -302,10 +303,10 @@ def test_bad_lines_and_fields_fail_their_own_tests_and_the_rest_runs(pytester):
     result.assert_outcomes(passed=4 + 3, failed=4)
     out = result.stdout.str()
     assert "golden/K10/samples.jsonl:2: not valid JSON" in out
-    assert "golden/K10/samples.jsonl:3: not valid JSON" in out and "test_fidelity[K10/line-3]" in out
+    assert "golden/K10/samples.jsonl:3: not valid JSON" in out and "golden/K10/samples.jsonl::line-3" in out
     assert "golden/K10/samples.jsonl:6: field 'finish_reason'" in out
     assert "golden/K10/samples.jsonl:7: field 'output_ids[1]'" in out
-    assert "test_fidelity[K10/broken]" in out and "test_fidelity[K10/badfinish]" in out
+    assert "golden/K10/samples.jsonl::broken" in out and "golden/K10/samples.jsonl::badfinish" in out
     assert not gate(pytester, "K10").open
 
 
@@ -331,7 +332,7 @@ def test_unparseable_manifest_fails_every_test_of_the_dataset_without_crashing(p
 
 @pytest.mark.parametrize(
     "args",
-    [("-k", "s1 or manifest"), ("--tokfidelity-sample=2",), ("-m", "not slow"), ("--deselect", "tokfidelity_suite.py::test_fidelity[K14/s0]")],
+    [("-k", "s1 or manifest"), ("--tokfidelity-sample=2",), ("-m", "not slow"), ("--deselect", "golden/K14/samples.jsonl::s0")],
     ids=["-k", "sample", "-m", "deselect"],
 )
 def test_partial_runs_write_no_record(pytester, args):
@@ -347,8 +348,8 @@ def test_sample_subset_is_deterministic(pytester):
     make_dataset(pytester.path, "K15", exact_samples(20))
     first = run(pytester, "--tokfidelity-dataset=K15", "--tokfidelity-sample=5", "--collect-only", "-q").stdout.lines
     second = run(pytester, "--tokfidelity-dataset=K15", "--tokfidelity-sample=5", "--collect-only", "-q").stdout.lines
-    chosen = [line for line in first if "test_fidelity[" in line]
-    assert len(chosen) == 5 and chosen == [line for line in second if "test_fidelity[" in line]
+    chosen = [line for line in first if line.startswith("golden/K15/samples.jsonl::s")]
+    assert len(chosen) == 5 and chosen == [line for line in second if line.startswith("golden/K15/samples.jsonl::s")]
 
 
 def test_early_stop_and_last_failed_never_open_the_gate(pytester):
@@ -450,7 +451,7 @@ def test_xdist_gives_the_same_verdicts_snapshots_and_record(pytester):
         common = (f"--tokfidelity-golden-dir={root / 'golden'}", f"--tokfidelity-state-dir={root / 'state'}", "--tokfidelity-dataset=K20", "-p", "no:cacheprovider")
         first = pytester.runpytest_subprocess(*common, "-rA", *extra)
         first.assert_outcomes(passed=4 + 12, failed=2)
-        failed = sorted(line for line in first.stdout.lines if line.startswith("FAILED"))
+        failed = sorted(line.replace(f"FAILED {mode}/", "FAILED ", 1) for line in first.stdout.lines if line.startswith("FAILED"))
         pytester.runpytest_subprocess(*common, "--snapshot-update", *extra).assert_outcomes(passed=4 + 14)
         final = pytester.runpytest_subprocess(*common, *extra)
         final.assert_outcomes(passed=4 + 14)
@@ -466,7 +467,7 @@ def test_recorded_response_is_reconstructed_instead_of_the_view(pytester):
     make_dataset(pytester.path, "K21", [same, stripped])
     result = run(pytester, "--tokfidelity-dataset=K21")
     result.assert_outcomes(passed=4 + 1, failed=1)
-    assert "FAILED tokfidelity_suite.py::test_fidelity[K21/stripped]" in result.stdout.str()
+    assert "FAILED golden/K21/samples.jsonl::stripped" in result.stdout.str()
 
 
 def test_view_and_tokenizer_overrides_and_ini_golden_dir(pytester, monkeypatch):
@@ -537,16 +538,16 @@ def test_what_the_run_keeps_is_frozen_as_it_piles_up(pytester, monkeypatch):
 
 def test_sample_tests_take_no_fixtures_and_keep_their_ids(pytester):
     """Each sample is a SampleItem (no fixture request, no parameter fixture: the controlling
-    process's cost per sample), with the node id a parametrized test would have."""
+    process's cost per sample), with the node id of its sample in its dataset's samples.jsonl."""
     from pytest_tokfidelity.collection import SampleItem
 
     make_dataset(pytester.path, "K1_exact", exact_samples(2))
     items, _ = pytester.inline_genitems("-p", "no:randomly", f"--tokfidelity-state-dir={pytester.path / 'state'}", "--tokfidelity-dataset=K1")
     samples = [i for i in items if isinstance(i, SampleItem)]
-    assert [i.nodeid for i in samples] == [f"tokfidelity_suite.py::test_fidelity[K1_exact/s{n}]" for n in range(2)]
+    assert [i.nodeid for i in samples] == [f"golden/K1_exact/samples.jsonl::s{n}" for n in range(2)]
     assert all(not getattr(i, "fixturenames", ()) for i in samples)
     assert [i.name for i in items if not isinstance(i, SampleItem)] == [
-        "test_manifest[K1_exact]", "test_vocabulary[K1_exact]", "test_special_tokens[K1_exact]", "test_stop_tokens[K1_exact]",
+        "test_manifest", "test_vocabulary", "test_special_tokens", "test_stop_tokens",
     ]
 
 

@@ -71,8 +71,8 @@ def test_a_run_writes_results_that_match_the_run(runs):
     verdicts = {s["id"]: s["verdict"] for s in doc["samples"] if s["dataset"] == PLANTED}
     assert verdicts == {"resplit0": "policy", "resplit1": "policy", "ws-added": "new", "wrong-stop": "new",
                         "lone-byte": "new", "bad-line": "bad-input"}
-    failed = {line.split("[", 1)[1].split("]")[0].split("/", 1)[1] for line in lone.stdout.splitlines()
-              if line.startswith("FAILED") and "test_fidelity[" in line}
+    failed = {line.split("::", 1)[1].split()[0] for line in lone.stdout.splitlines()
+              if line.startswith(f"FAILED golden/{PLANTED}/samples.jsonl::")}
     assert failed == {k for k, v in verdicts.items() if v in ("new", "bad-input")}
 
 

@@ -288,7 +288,7 @@ def test_a_surrogate_id_is_bad_input_of_its_line_and_the_report_is_written(tmp_p
     result = run_pytest(tmp_path, tmp_path / "out", datasets="E1")
     assert result.returncode == 1, result.stdout[-3000:]
     assert "Traceback" not in result.stdout + result.stderr and "UnicodeEncodeError" not in result.stdout
-    assert "FAILED tokfidelity_suite.py::test_fidelity[E1_exact/line-3]" in result.stdout, result.stdout[-3000:]
+    assert "FAILED golden/E1_exact/samples.jsonl::line-3" in result.stdout, result.stdout[-3000:]
     doc = read_results(tmp_path / "out" / "results.json")
     (bad,) = [s for s in doc["samples"] if s["verdict"] == "bad-input"]
     assert bad["id"] == "line-3" and "samples.jsonl:3: " in bad["report"] and "field 'id'" in bad["report"] and "lone surrogate" in bad["report"]

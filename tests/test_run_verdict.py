@@ -18,8 +18,8 @@ def test_known_divergence_rate_over_the_limit_fails_the_gate_policy_test(pyteste
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=4 + 4, failed=1)
     out = result.stdout.str()
-    assert "FAILED tokfidelity_suite.py::test_gate_policy[V1_rate]" in out
-    section = out.split("test_gate_policy[V1_rate] _")[1]
+    assert "FAILED golden/V1_rate/samples.jsonl::test_gate_policy" in out
+    section = out.split("_ test_gate_policy _")[1]
     assert "known-divergence rate 1/4 = 0.2500 exceeds the manifest's max_known_divergence_rate 0.0" in section
     assert "max_known_divergence_rate to at least 0.2500" in section and "manifest.json" in section
     assert not gate(pytester, "V1").open and record(pytester, "V1_rate")["status"] == "closed"
@@ -30,7 +30,7 @@ def test_inputs_changed_during_the_run_fail_the_gate_policy_test(pytester):
     pytester.makepyfile(test_edit=f"def test_edit():\n    open({str(path / 'extra.txt')!r}, 'w').write('x')\n")
     result = run(pytester, "--tokfidelity-dataset=V2", "test_edit.py")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "FAILED tokfidelity_suite.py::test_gate_policy[V2_edit]" in result.stdout.str()
+    assert "FAILED golden/V2_edit/samples.jsonl::test_gate_policy" in result.stdout.str()
     assert "inputs changed during the run" in result.stdout.str()
     assert not gate(pytester, "V2").open
 

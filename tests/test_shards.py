@@ -311,7 +311,7 @@ def test_whole_dataset_checks_run_in_every_shard(tmp_path):
     for i in (1, 2):
         result = run_shard(golden, tmp_path / f"state{i}", f"{i}/2", "-rf")
         assert result.returncode == 1
-        assert "FAILED tokfidelity_suite.py::test_stop_tokens[D1_stops]" in result.stdout
-        assert ("test_fidelity[D1_stops/bad-stop]" in result.stdout) == (i == own)
+        assert "FAILED golden/D1_stops/samples.jsonl::test_stop_tokens" in result.stdout
+        assert ("golden/D1_stops/samples.jsonl::bad-stop" in result.stdout) == (i == own)
         record = json.loads((tmp_path / f"state{i}" / "gates" / f"D1_stops.shard-{i}-of-2.json").read_text())
         assert record["status"] == "failed" and "test_stop_tokens" not in record["checks_passed"]

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 # Partial-run reasons that only narrow the selection: shards merged together may cover it all.
-SELECTION_REASONS = ("-k ", "-m ", "--deselect", "--lf", "--tokfidelity-sample")
+SELECTION_REASONS = ("-k ", "-m ", "--deselect", "--lf", "--tokfidelity-sample", "node ids given")
 _WINDOW_KEYS = ("window",)
 
 
