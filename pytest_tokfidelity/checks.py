@@ -58,14 +58,14 @@ class Checks:
         counts.samples += 1
         if judge is None:
             counts.bad_input += 1
-            self._record(ds, position, None, "bad-input")
+            self._record(ds, position, None, "bad-input", item)
             pytest.fail(f"not verified: {ds.name} cannot be judged ({self._test_id(ds, 'test_manifest')} says why)", pytrace=False)
         verdict, item.verdict = item.verdict, None  # fetched already by protocol.py, when it looked
         if verdict is None:
             verdict = self.session.prefetcher.verdict(ds, position)
         if isinstance(verdict, BaseException):
             counts.bad_input += 1
-            self._record(ds, position, verdict, "bad-input")
+            self._record(ds, position, verdict, "bad-input", item)
             if isinstance(verdict, JudgeStuck):  # not the sample's error: no traceback of the plugin
                 pytest.fail(str(verdict), pytrace=False)
             raise verdict
@@ -76,7 +76,7 @@ class Checks:
             report = verdict.report
             if not report.startswith(str(ds.index.path)):  # the judge knows no file: name it here
                 report = f"{ds.index.path}: {report}"
-            self._record(ds, position, verdict, "bad-input")
+            self._record(ds, position, verdict, "bad-input", item)
             pytest.fail(report, pytrace=False)
         counts.hunks += verdict.hunks
         if kind in (EXACT, POLICY):
@@ -88,7 +88,7 @@ class Checks:
                 policy_hunks = counts.policy_hunks_by_class
                 for cls, n in verdict.hunks_by_class.items():
                     policy_hunks[cls] = policy_hunks.get(cls, 0) + n
-                self._record(ds, position, verdict, "policy")
+                self._record(ds, position, verdict, "policy", item)
             if ds.stored and (key := snapshot_key(ds.name, item.name)) in ds.stored:
                 counts.stale_snapshots.append(key)
             return
@@ -97,12 +97,12 @@ class Checks:
             _count_prompt(counts, verdict.prompt, True)
             counts.known += 1
             type(counts).bump(counts.known_by_class, verdict.classes)
-            self._record(ds, position, verdict, "known")
+            self._record(ds, position, verdict, "known", item)
             return
         counts.new += 1
         _count_prompt(counts, verdict.prompt, False)
         type(counts).bump(counts.new_by_class, verdict.classes)
-        self._record(ds, position, verdict, "new")
+        self._record(ds, position, verdict, "new", item)
         stored = snapshot_key(ds.name, item.name) in ds.stored
         hint = (
             f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
@@ -138,9 +138,9 @@ class Checks:
     def _test_id(self, ds, name: str) -> str:
         return f"{self._file_id(ds)}::{name}"
 
-    def _record(self, ds, position: int, verdict, outcome: str) -> None:
+    def _record(self, ds, position: int, verdict, outcome: str, item) -> None:
         if self.session.results is not None:
-            self.session.results.record(ds, position, verdict, outcome)
+            self.session.results.record(ds, position, verdict, outcome, test=item.nodeid)
 
     def check_dataset(self, name: str, dataset: int) -> None:
         ds = self.datasets[dataset]

@@ -49,8 +49,9 @@ class ResultsRecorder:
             ds.explain = _explainer  # DatasetRun builds its Judge with explain=ds.explain(tokenizer, profile)
 
     # -- every process: one record per non-exact sample ---------------------------------------
-    def record(self, ds, position: int, verdict: Any, outcome: str) -> None:
-        """``outcome``: new | known | policy | bad-input; ``verdict``: a Verdict, an exception or None."""
+    def record(self, ds, position: int, verdict: Any, outcome: str, test: str | None = None) -> None:
+        """``outcome``: new | known | policy | bad-input; ``verdict``: a Verdict, an exception or None;
+        ``test``: the sample test's node id (``pytest TEST`` runs it alone)."""
         details = getattr(verdict, "details", None)
         if details is None:
             rec: dict[str, Any] = {"id": getattr(verdict, "sample_id", "") or ds.index.name(position),
@@ -68,6 +69,8 @@ class ResultsRecorder:
             rec["classes"] = [*rec.get("classes", []), f"prompt:{prompt.get('class')}"]
         rec["dataset"] = ds.name
         rec["verdict"] = outcome
+        if test:
+            rec["test"] = test
         if outcome != "policy":
             rec["report"] = getattr(verdict, "report", "") or (str(verdict) if verdict is not None else "not verified")
         self.samples.append(rec)

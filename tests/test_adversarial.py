@@ -183,7 +183,7 @@ def _children():
     return kids
 
 def pytest_runtest_call(item):
-    if item.name.endswith("/s3]"):
+    if item.nodeid.endswith("samples.jsonl::s3"):
         kids = _children()
         Path(os.environ["TF_PIDS"]).write_text(" ".join(map(str, kids)))
         if os.environ["TF_MODE"] == "hang":
@@ -324,7 +324,7 @@ CRASH_HOOKS = """
 import os
 
 def pytest_runtest_call(item):
-    if item.name.endswith("/s5]") and os.environ.get("PYTEST_XDIST_WORKER"):
+    if item.nodeid.endswith("samples.jsonl::s5") and os.environ.get("PYTEST_XDIST_WORKER"):
         os._exit(1)
 """
 

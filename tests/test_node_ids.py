@@ -113,3 +113,14 @@ def test_node_ids_keyword_and_deselect_under_xdist(pytester):
     last = pytester.runpytest_subprocess(*common, "--tokfidelity-dataset=N7", "--lf")
     assert ran_ids(last) == ["golden/N7/samples.jsonl::split"]
     assert not gate(pytester, "N7").open
+
+
+def test_results_and_report_show_each_sample_node_id(pytester):
+    make_dataset(pytester.path, "N8", exact_samples(2) + [split_sample()])
+    result = run(pytester, "--tokfidelity-dataset=N8", f"--tokfidelity-report={pytester.path / 'report'}")
+    assert failed_ids(result) == ["golden/N8/samples.jsonl::split"]
+    from pipeline.reporting.results import read_results
+
+    doc = read_results(pytester.path / "report" / "results.json")
+    assert [s["test"] for s in doc["samples"]] == ["golden/N8/samples.jsonl::split"]
+    assert "<code>pytest golden/N8/samples.jsonl::split</code>" in (pytester.path / "report" / "report.html").read_text()

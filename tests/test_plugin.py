@@ -451,7 +451,7 @@ def test_xdist_gives_the_same_verdicts_snapshots_and_record(pytester):
         common = (f"--tokfidelity-golden-dir={root / 'golden'}", f"--tokfidelity-state-dir={root / 'state'}", "--tokfidelity-dataset=K20", "-p", "no:cacheprovider")
         first = pytester.runpytest_subprocess(*common, "-rA", *extra)
         first.assert_outcomes(passed=4 + 12, failed=2)
-        failed = sorted(line.replace(f"FAILED {mode}/", "FAILED ", 1) for line in first.stdout.lines if line.startswith("FAILED"))
+        failed = sorted(line.split(" - ")[0].replace(f"FAILED {mode}/", "FAILED ", 1) for line in first.stdout.lines if line.startswith("FAILED"))
         pytester.runpytest_subprocess(*common, "--snapshot-update", *extra).assert_outcomes(passed=4 + 14)
         final = pytester.runpytest_subprocess(*common, *extra)
         final.assert_outcomes(passed=4 + 14)

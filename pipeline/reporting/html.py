@@ -203,6 +203,8 @@ def _hunk(n: int, h: Mapping[str, Any]) -> str:
 
 def _meta(s: Mapping[str, Any]) -> str:
     bits = [f"line {_n(s['line'])}" if s.get("line") else ""]
+    if s.get("test"):  # the node id: pasted back, it runs this sample alone
+        bits.append(f"<code>pytest {_t(s['test'])}</code>")
     if "tokens" in s:
         bits.append(f"{_n(s['tokens'])} golden ids, {_n(s.get('rebuilt_tokens', 0))} rebuilt")
         bits.append(f"finish {_t(s.get('finish_reason'))}")

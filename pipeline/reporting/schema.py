@@ -28,7 +28,8 @@ A results.json is one JSON object:
 - ``samples``: one object per sample that was not exact, in dataset then line order:
   ``dataset``, ``id``, ``line``, ``verdict`` (``new``: an unreviewed divergence, the test failed;
   ``known``: equal to the reviewed snapshot; ``policy``: accepted by the manifest's policy;
-  ``bad-input``: the sample could not be read or judged), ``report`` (the text diagnosis, for new,
+  ``bad-input``: the sample could not be read or judged), ``test`` (the sample test's node id:
+  ``pytest TEST`` runs it alone; absent in files written before it was added), ``report`` (the text diagnosis, for new,
   known and bad-input samples), and for diagnosed samples: ``finish_reason``, ``tokens`` (golden
   ids), ``rebuilt_tokens``, ``texts_identical`` (decoded bytes equal), ``classes`` (distinct, in
   order of first hunk), ``hunk_count``, ``detail`` (whether the hunks below carry windows) and
@@ -222,7 +223,7 @@ _PROMPT = _object(  # a prompt divergence (pipeline.core.prompt_check.PromptDive
 )
 _SAMPLE = _object(
     {"dataset": _str, "id": _str, "verdict": _one_of(*VERDICTS)},
-    {"line": _optional(_count), "report": _str, "finish_reason": _optional(_str), "tokens": _count,
+    {"line": _optional(_count), "test": _str, "report": _str, "finish_reason": _optional(_str), "tokens": _count,
      "rebuilt_tokens": _count, "texts_identical": _bool, "classes": _list(_str), "hunk_count": _count,
      "detail": _bool, "hunks": _list(_HUNK), "prompt": _PROMPT},
 )
