@@ -42,14 +42,15 @@ GATE_TEST = "test_gate_policy"  # failed by report.py for what keeps a gate clos
 _CHECK_NAMES = frozenset(FIRST_CHECKS + LAST_CHECKS + (GATE_TEST,))
 
 
-def sample_item_name(index: Any, position: int) -> str:
+def sample_item_name(index: Any, position: int, view: str | None = None) -> str:
     """The name of a sample's test in its file: the sample id (``index.name``: ``line-N`` when it has
-    none, ``ID@line-N`` when it repeats one). An id pytest could not select back (one holding ``::``,
-    or a check's name) is named ``line-N`` instead. The one place sample tests are named."""
+    none, ``ID@line-N`` when it repeats one); ``ID[VIEW]`` when the sample is judged under several API
+    views (``pytest PATH::ID`` then selects every view of it). An id pytest could not select back (one
+    holding ``::``, or a check's name) is named ``line-N`` instead. The one place sample tests are named."""
     name = index.name(position)
     if "::" in name or name in _CHECK_NAMES:
-        return f"line-{index.lines[position]}"
-    return name
+        name = f"line-{index.lines[position]}"
+    return f"{name}[{view}]" if view else name
 
 
 def _suite():

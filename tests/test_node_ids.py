@@ -124,3 +124,14 @@ def test_results_and_report_show_each_sample_node_id(pytester):
     doc = read_results(pytester.path / "report" / "results.json")
     assert [s["test"] for s in doc["samples"]] == ["golden/N8/samples.jsonl::split"]
     assert "<code>pytest golden/N8/samples.jsonl::split</code>" in (pytester.path / "report" / "report.html").read_text()
+
+
+def test_ids_pytest_cannot_select_are_named_by_line(pytester):
+    samples = exact_samples(3)
+    samples[0]["id"], samples[1]["id"], samples[2]["id"] = "a::b", "test_manifest", "c[1]"
+    make_dataset(pytester.path, "N9", samples)
+    ids = [line for line in run(pytester, "--tokfidelity-dataset=N9", "--collect-only", "-q").stdout.lines if "::" in line]
+    assert ids[1:4] == ["golden/N9/samples.jsonl::line-1", "golden/N9/samples.jsonl::line-2", "golden/N9/samples.jsonl::c[1]"]
+    for nodeid in ids[1:4]:
+        got = [line for line in run(pytester, "--collect-only", "-q", nodeid).stdout.lines if "::" in line]
+        assert got == [nodeid]
