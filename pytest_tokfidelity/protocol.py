@@ -67,8 +67,8 @@ class PlainPasses:
             config.getoption("setuponly", False) or config.getoption("setupshow", False)
             or config.getoption("setupplan", False)
         )
-        self._ready_parent: Any = None  # the suite module that pytest's setup state holds set up
-        self._hooks: dict[Any, Any] = {}  # suite module -> its items' hook caller, or None: shortcut off
+        self._ready_parent: Any = None  # the dataset file (collection.DatasetFile) that pytest's setup state holds set up
+        self._hooks: dict[Any, Any] = {}  # dataset file -> its items' hook caller, or None: shortcut off
         self.reported = 0  # samples reported here (tests read it)
 
     def run(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
@@ -81,7 +81,7 @@ class PlainPasses:
             self.enabled and self._ready_parent is parent and type(nextitem) is SampleItem and nextitem.parent is parent
             and not item.own_markers
         )
-        # After this test's teardown, pytest's setup state holds the suite module set up only when
+        # After this test's teardown, pytest's setup state holds the dataset file set up only when
         # the next test is a sample of it (then only this item itself was popped).
         self._ready_parent = parent if type(nextitem) is SampleItem and nextitem.parent is parent else None
         if not plain or (hook := self._hook(item)) is None:
@@ -105,7 +105,7 @@ class PlainPasses:
         return True
 
     def _hook(self, item: pytest.Item):
-        """The hook caller of the suite's items (item.ihook, looked up once per suite module), or
+        """The hook caller of the suite's items (item.ihook, looked up once per dataset file), or
         None when a plugin or conftest outside ``INERT`` implements a phase this would skip."""
         parent = item.parent
         if parent not in self._hooks:

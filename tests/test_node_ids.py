@@ -135,3 +135,26 @@ def test_ids_pytest_cannot_select_are_named_by_line(pytester):
     for nodeid in ids[1:4]:
         got = [line for line in run(pytester, "--collect-only", "-q", nodeid).stdout.lines if "::" in line]
         assert got == [nodeid]
+
+
+def test_the_advised_single_sample_snapshot_update_records_only_that_sample(pytester):
+    path = make_dataset(pytester.path, "N10", exact_samples(2) + [split_sample("split1"), split_sample("split2")],
+                        max_known_divergence_rate=0.5)
+    first = run(pytester, "--tokfidelity-dataset=N10")
+    assert "`pytest golden/N10/samples.jsonl::split1 --snapshot-update`" in first.stdout.str()
+    run(pytester, "golden/N10/samples.jsonl::split1", "--snapshot-update").assert_outcomes(passed=1)
+    names = [line for line in (path / "__snapshots__" / "fidelity.ambr").read_text().splitlines() if line.startswith("# name:")]
+    assert names == ["# name: test_fidelity[N10/split1]"]
+    run(pytester, "golden/N10/samples.jsonl::split2", "--snapshot-update").assert_outcomes(passed=1)
+    full = run(pytester, "--tokfidelity-dataset=N10", "--ff")
+    full.assert_outcomes(passed=4 + 4)
+    assert gate(pytester, "N10").open
+
+
+def test_failed_first_runs_the_failed_sample_first_and_every_test(pytester):
+    make_dataset(pytester.path, "N11", exact_samples(3) + [split_sample()])
+    run(pytester, "--tokfidelity-dataset=N11").assert_outcomes(passed=4 + 3, failed=1)
+    again = run(pytester, "--tokfidelity-dataset=N11", "--ff", "-v")
+    again.assert_outcomes(passed=4 + 3, failed=1)
+    ran = [line.split()[0] for line in again.stdout.lines if line.startswith("golden/N11/samples.jsonl::")]
+    assert ran[0] == "golden/N11/samples.jsonl::split" and len(ran) == 8

@@ -91,7 +91,7 @@ def test_the_shortcut_reports_exactly_what_pytests_protocol_reports(pytester, mo
     # the shortcut reported exact samples only, and stepped aside for the plugin that hooks the call phase
     assert slow_reported == 0
     assert len((probe / "called").read_text().split()) == 12  # every sample reached that plugin's hook
-    if not mode:  # a lone run: s1..s5 and s6..s8 (s0 sets the suite module up; the others are not exact)
+    if not mode:  # a lone run: s1..s5 and s6..s8 (s0 sets the dataset file up; the others are not exact)
         assert fast_reported == 8
     else:  # each worker's first sample, and samples before a test that is not one, go through pytest's protocol
         assert 0 < fast_reported <= 8
