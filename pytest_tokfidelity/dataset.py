@@ -46,6 +46,7 @@ class DatasetRun:
     explain = None  # (tokenizer, profile) -> the judge's explain callback; set for --tokfidelity-report
     tokenizer_location: str | None = None  # where the tokenizer was found, absolute (set when it loads)
     prompts = True  # prompt verdicts on (--tokfidelity-prompts=off: False)
+    test_file = ""  # the node id of the file its tests are collected from (session.py: selection.file_nodeid)
 
     def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: str | None):
         self.position = position

@@ -159,12 +159,16 @@ class Prefetcher:
         """The samples a stuck judge held, and the one waited for, fail: they were not judged, and
         a run that needed its judges killed must not open the gate."""
         limit = f"at most {self.deadline:g} s" if self.deadline else "any time"
-        on = ", ".join(f"{self.datasets[d].name}/{self.datasets[d].index.name(p)}" for d, p in stuck.judging)
+        from .collection import sample_item_name
+
+        on = [f"{self.datasets[d].test_file}::{sample_item_name(self.datasets[d].index, p)}" for d, p in stuck.judging]
+        alone = f" (`pytest {' '.join(on)}` runs it alone)" if on else ""
+        judging = f" (judging {', '.join(on)})" if on else ""
         error = JudgeStuck(
-            f"not verified: {stuck}{f' (judging {on})' if on else ''}. It was killed (judging processes are checked "
+            f"not verified: {stuck}{judging}. It was killed (judging processes are checked "
             f"once a second while pytest waits, and may spend {limit} on one sample: --tokfidelity-sample-timeout), and the remaining samples are judged "
-            "on threads. This sample fails so that the gate stays closed: run again; if the same sample is stuck "
-            "again, judging it is too slow or never ends: file it with the sample",
+            f"on threads. This sample fails so that the gate stays closed: run again; if the same sample is stuck "
+            f"again{alone}, judging it is too slow or never ends: file it with the sample",
             stuck.pids, stuck.affected,
         )
         for d, positions in stuck.affected:

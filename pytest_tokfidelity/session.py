@@ -85,6 +85,8 @@ class FidelitySession:
         for d in self.datasets:
             d.prompts = self.prompts
         self.by_name = {d.name: d for d in self.datasets}
+        for d in self.datasets:
+            d.test_file = file_nodeid(config, dataset_file(d.dir))  # golden/DS/samples.jsonl: what its node ids start with
         self.is_worker = hasattr(config, "workerinput")
         self.counts: dict[str, Counts] = {d.name: Counts() for d in self.datasets}
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if self.is_worker else 1

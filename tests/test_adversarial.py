@@ -287,14 +287,14 @@ SLOW_SAMPLE_HOOKS = """
 import time
 from pipeline.core import fidelity
 
-judge = fidelity.Judge.__call__
+judge = fidelity.Judge.output_side  # what a judge of a chunk calls first for each sample (pytest_tokfidelity/dataset.py)
 
 def never_ends_on_s7(self, sample):  # a sample whose judging never ends (a judging process inherits this)
     if getattr(sample, "id", None) == "s7":
         time.sleep(600)
     return judge(self, sample)
 
-fidelity.Judge.__call__ = never_ends_on_s7
+fidelity.Judge.output_side = never_ends_on_s7
 """
 
 
@@ -305,10 +305,11 @@ def test_a_judge_past_the_sample_timeout_is_replaced_and_its_samples_fail(tmp_pa
     assert result.returncode == 1, out[-3000:]
     assert took < 60, took
     passed, failed = _outcomes(out)
-    assert "FAILED" in out and "A10_slow/s7]" in out
+    assert "FAILED" in out and "golden/A10_slow/samples.jsonl::s7" in out
     assert 1 <= failed <= 32 and passed + failed == 44, out[-2000:]  # what the stuck judge held: s7's chunk, at most
     assert "has been on one sample for" in out and "at most 3 s on one sample: --tokfidelity-sample-timeout" in out
-    assert "(judging A10_slow/s7)" in out  # the sample it was on
+    assert "(judging golden/A10_slow/samples.jsonl::s7)" in out  # the sample it was on, as a node id that runs it alone
+    assert "(`pytest golden/A10_slow/samples.jsonl::s7` runs it alone)" in out
     assert not is_open(tmp_path, "A10").open
 
 
