@@ -149,11 +149,6 @@ def pytest_configure(config: pytest.Config) -> None:
     state_dir = Path(opt.tokfidelity_state_dir) if opt.tokfidelity_state_dir else default_state_dir()
     if (problem := _folder_problem(state_dir.absolute() / "gates", "gate records need")) is not None:
         raise pytest.UsageError(f"--tokfidelity-state-dir: {problem}")
-    if getattr(opt, "newfirst", False):
-        raise pytest.UsageError(
-            "--nf (--new-first) cannot order the fidelity suite, whose tests are samples, not files: "
-            "run the suite without it (or run it separately from the tests --nf should order)"
-        )
     timeout = opt.tokfidelity_sample_timeout
     if timeout is not None and not timeout >= 0:  # also NaN
         raise pytest.UsageError(f"--tokfidelity-sample-timeout: expected seconds from 0 (0: no limit), got {timeout:g}")

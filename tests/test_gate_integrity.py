@@ -238,12 +238,15 @@ def test_manifest_that_is_a_folder_fails_its_own_test(pytester):
     assert "P9_good: 1 sample:" in out and record(pytester, "P9_good")["status"] == "open"
 
 
-def test_new_first_option_is_a_located_usage_error(pytester):
+def test_new_first_orders_the_suite_by_its_samples_files(pytester):
+    """--nf sorts tests by their files' modification times: the suite's tests are its datasets' own
+    samples.jsonl files (collection.py), so it runs, new tests first, and a full run opens the gate."""
     make_dataset(pytester.path, "P10_nf", exact_samples(1))
-    result = run(pytester, "--tokfidelity-dataset=P10", "--nf")
+    make_dataset(pytester.path, "P10_other", exact_samples(2))
+    result = run(pytester, "--tokfidelity-dataset=P10_nf,P10_other", "--nf")
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--nf*"])
+    result.assert_outcomes(passed=2 * 4 + 3)
+    assert record(pytester, "P10_nf")["status"] == "open" and record(pytester, "P10_other")["status"] == "open"
 
 
 @pytest.mark.parametrize("shape", ["dangling", "below-a-file"])
