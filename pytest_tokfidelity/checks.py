@@ -33,9 +33,22 @@ class Checks:
         if ds.setup()[0] is None:
             return None
         try:
-            return self.session.prefetcher.verdict(ds, item.case[1])
+            return self._take(ds, item.case)
         except Exception as e:  # noqa: BLE001 - raised again by the sample's test
             return e
+
+    def _take(self, ds, case: tuple[int, int, int]):
+        """The verdict of one sample test: under its view, for a dataset judged under several (whose
+        sample is judged once for all of them: its other views' tests take theirs from ``ds.held``)."""
+        _, position, v = case
+        if not ds.multi_view:
+            return self.session.prefetcher.verdict(ds, position)
+        verdicts = ds.held.pop(position, None)
+        if verdicts is None:
+            verdicts = self.session.prefetcher.verdict(ds, position)
+        if v < len(ds.views) - 1:  # a later view's test of this sample is still to come
+            ds.held[position] = verdicts
+        return verdicts[v] if type(verdicts) is tuple else verdicts
 
     def count_exact(self, item, verdict: Verdict) -> bool:
         """Count an exact verdict as check_sample does, unless the sample has a stored reviewed
@@ -43,17 +56,17 @@ class Checks:
         ds = self.datasets[item.case[0]]
         if ds.stored and snapshot_key(ds.name, item.name) in ds.stored:
             return False
-        counts = self.counts[ds.name]
+        counts = self.counts[ds.count_keys[item.case[2]]]
         counts.samples += 1
         counts.tokens += verdict.n_tokens
         counts.exact += 1
         _count_prompt(counts, verdict.prompt, False)
         return True
 
-    def check_sample(self, case: tuple[int, int], item: pytest.Item) -> None:
+    def check_sample(self, case: tuple[int, int, int], item: pytest.Item) -> None:
         ds = self.datasets[case[0]]
         position = case[1]
-        counts = self.counts[ds.name]
+        counts = self.counts[ds.count_keys[case[2]]]
         judge, why = ds.setup()
         counts.samples += 1
         if judge is None:
@@ -62,7 +75,7 @@ class Checks:
             pytest.fail(f"not verified: {ds.name} cannot be judged ({self._test_id(ds, 'test_manifest')} says why)", pytrace=False)
         verdict, item.verdict = item.verdict, None  # fetched already by protocol.py, when it looked
         if verdict is None:
-            verdict = self.session.prefetcher.verdict(ds, position)
+            verdict = self._take(ds, case)
         if isinstance(verdict, BaseException):
             counts.bad_input += 1
             self._record(ds, position, verdict, "bad-input", item)
@@ -110,7 +123,8 @@ class Checks:
             else "No reviewed divergence is stored for this sample."
         )
         pytest.fail(
-            f"{ds.name}/{ds.index.name(position)} (line {verdict.line}): {_sides(verdict)}: "
+            f"{ds.name}/{ds.index.name(position)}{f' under view {ds.views[case[2]]}' if ds.multi_view else ''} "
+            f"(line {verdict.line}): {_sides(verdict)}: "
             f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
             f"record it with `pytest {item.nodeid} --snapshot-update` (every such sample of the dataset: "
             f"`pytest --tokfidelity-dataset={ds.name} --snapshot-update`).",
@@ -123,7 +137,7 @@ class Checks:
 
         opt = self.session.config.option
         status = check_gate(ds.name, golden_dir=self.session.golden_dir, tokenizer=opt.tokfidelity_tokenizer,
-                            state_dir=opt.tokfidelity_state_dir, view=opt.tokfidelity_view)
+                            state_dir=opt.tokfidelity_state_dir, view=None if "," in (opt.tokfidelity_view or "") else opt.tokfidelity_view)
         if not status.open:
             whole = f"pytest {self._file_id(ds)}"
             pytest.fail(f"{status.message}\nnext: {status.next_step}\n(the gate is decided by a run of the whole dataset: `{whole}`)",
@@ -140,7 +154,7 @@ class Checks:
 
     def _record(self, ds, position: int, verdict, outcome: str, item) -> None:
         if self.session.results is not None:
-            self.session.results.record(ds, position, verdict, outcome, test=item.nodeid)
+            self.session.results.record(ds, position, verdict, outcome, test=item.nodeid, view=ds.views[item.case[2]])
 
     def check_dataset(self, name: str, dataset: int) -> None:
         ds = self.datasets[dataset]
@@ -153,6 +167,8 @@ class Checks:
             _, why = ds.setup()
             if why:
                 problems.append(why)
+            if ds.view_error and not any(ds.view_error in p for p in problems):  # --tokfidelity-view's
+                problems.append(ds.view_error)
             if ds.index.problem:
                 problems.append(f"{ds.index.path}: {ds.index.problem}")
             if problems:

@@ -60,10 +60,10 @@ def _suite():
 class DatasetFile(pytest.File):
     """A dataset's ``samples.jsonl`` as a test file: its checks and one test per sample."""
 
-    def __init__(self, *, dataset: Any, cases: list[tuple[int, int]], gate: bool = False, **kwargs: Any):
+    def __init__(self, *, dataset: Any, cases: list[tuple[int, int, int]], gate: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
         self.dataset = dataset  # the DatasetRun
-        self.cases = cases  # (dataset position, sample position) of each sample test, in order
+        self.cases = cases  # (dataset position, sample position, view position) of each sample test, in order
         self.gate = gate  # the command line names this file's test_gate_policy: collect it (it checks the record)
         self.extra_keyword_matches.add(dataset.name)  # -k DATASET selects its tests, as the folder's name does
 
@@ -74,7 +74,9 @@ class DatasetFile(pytest.File):
         try:
             index = ds.index
             first = [CheckItem.from_parent(self, name=c, dataset=ds.position) for c in FIRST_CHECKS]
-            samples = [SampleItem.from_parent(self, name=sample_item_name(index, p), case=(d, p)) for d, p in self.cases]
+            views = ds.views if ds.view_suffix else None  # ID[VIEW] (DatasetRun.view_suffix says when)
+            samples = [SampleItem.from_parent(self, name=sample_item_name(index, p, views and views[v]), case=(d, p, v))
+                       for d, p, v in self.cases]
             last = [CheckItem.from_parent(self, name=c, dataset=ds.position) for c in LAST_CHECKS + ((GATE_TEST,) if self.gate else ())]
         finally:
             if collecting:
@@ -88,9 +90,10 @@ class DatasetFile(pytest.File):
 
 
 class SampleItem(pytest.Item):
-    """One golden sample's test, judging sample ``case`` (dataset position, sample position) when it runs."""
+    """One golden sample's test, judging sample ``case`` (dataset position, sample position, view position:
+    which of ``DatasetRun.views``) when it runs."""
 
-    def __init__(self, *, case: tuple[int, int], **kwargs: Any):
+    def __init__(self, *, case: tuple[int, int, int], **kwargs: Any):
         super().__init__(**kwargs)
         self.case = case
         self.extra_keyword_matches.add(SAMPLE_TEST)  # -k test_fidelity: the samples; -k 'not test_fidelity': the checks
@@ -156,11 +159,17 @@ def tag(item: pytest.Item, dataset: str, check: str) -> None:
     item.user_properties.append((PROPERTY, (dataset, check)))
 
 
-def sample_cases(ds: Any, sample_limit: int | None, shard=None) -> list[tuple[int, int]]:
-    """(dataset position, sample position) per sample test of ``ds``; ``shard`` (``--tokfidelity-shard``):
-    only the samples whose name hashes to it."""
+def sample_cases(ds: Any, sample_limit: int | None, shard=None) -> list[tuple[int, int, int]]:
+    """(dataset position, sample position, view position) per sample test of ``ds``, a sample's views one
+    after another; ``shard`` (``--tokfidelity-shard``): only the samples whose name hashes to it. A dataset
+    whose views cannot be judged (``DatasetRun.view_error``) has no sample test: test_manifest says why, once."""
+    if ds.view_error is not None:
+        return []
     index = ds.index
     positions = index.subset(sample_limit) if sample_limit else range(len(index))
     if shard is not None:
         positions = [p for p in positions if shard.holds(index.name(p))]
-    return [(ds.position, p) for p in positions]
+    if not ds.view_suffix:
+        return [(ds.position, p, 0) for p in positions]
+    views = range(len(ds.views))
+    return [(ds.position, p, v) for p in positions for v in views]

@@ -48,12 +48,15 @@ class DatasetRun:
     prompts = True  # prompt verdicts on (--tokfidelity-prompts=off: False)
     test_file = ""  # the node id of the file its tests are collected from (session.py: selection.file_nodeid)
 
-    def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: str | None):
+    def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: tuple[str, ...] | str | None):
         self.position = position
         self.dir = path
         self.name = path.name
         self.tokenizer_override = tokenizer_override
-        self.view_override = view_override
+        # --tokfidelity-view: the views to judge under instead of the manifest's (comma-separated on the command line)
+        if isinstance(view_override, str):
+            view_override = [v.strip() for v in view_override.split(",")]
+        self.view_override = tuple(view_override or ())
         self.manifest: Manifest | None = None
         self.manifest_error: str | None = None
         try:  # read once: the bytes parsed are the bytes pinned
@@ -68,12 +71,22 @@ class DatasetRun:
         else:
             if self.manifest.problems:
                 self.manifest_error = "\n".join(str(p) for p in self.manifest.problems)
+        views = self.views
+        self.multi_view = len(views) > 1 and self.view_error is None
+        # the keys of this dataset's counts (session.counts), one per view: its name alone when it has one view
+        self.count_keys = tuple(f"{self.name}[{v}]" for v in views) if self.multi_view else (self.name,)
+        # sample tests are named SAMPLE[VIEW] (and so have their own reviewed divergences) unless the
+        # dataset is judged under its manifest's one view: a divergence reviewed under one view never
+        # passes another's test
+        self.view_suffix = self.multi_view or (self.manifest is not None and self.view_error is None and views != self.manifest.views)
         self._other_files: dict[str, str] | None = None  # sha256 of the dataset's other files, when indexed
         # the session's datasets' read_index() as run in a forked process (judge_pools.ForkedCall), or None
         self.indexed_elsewhere = None
         self._index: SampleIndex | None = None
         self._lock = threading.Lock()
         self._setup: tuple[Judge | None, str | None] | None = None
+        self._view_judges: tuple[Judge, ...] = ()  # one judge per view of ``views`` (set up with the first)
+        self.held: dict[int, tuple] = {}  # position -> its verdicts under each view, until its last view's test took one
         self._stored: set[str] | None = None
         self._fd: int | None = None
         self._scan: tuple[list[str], list[str]] | None = None
@@ -120,8 +133,29 @@ class DatasetRun:
         return self._fd
 
     @property
+    def views(self) -> tuple[str, ...]:
+        """The views each sample is judged under: --tokfidelity-view's, else the manifest's."""
+        return self.view_override or (self.manifest.views if self.manifest else ("sglang",))
+
+    @property
     def view(self) -> str:
-        return self.view_override or (self.manifest.api_view if self.manifest else "sglang")
+        return self.views[0]
+
+    @property
+    def view_error(self) -> str | None:
+        """Why the samples cannot be judged under the views asked for (None: they can). Said once, by
+        test_manifest; no sample test is collected then (collection.sample_cases), so no flood of failures."""
+        if self.manifest is None:
+            return None  # the manifest's own error says it
+        if self.view_override:
+            from pipeline.core.names import profile_views
+
+            views = profile_views(self.manifest.profile)
+            bad = [v for v in self.view_override if v not in views]
+            if bad:
+                return f"--tokfidelity-view: profile {self.manifest.profile} has no view {bad[0]!r}; its views: {', '.join(views)}"
+            return None
+        return next((str(p) for p in self.manifest.problems if str(getattr(p, "field", "")).startswith("api_view")), None)
 
     @property
     def tokenizer_spec(self) -> str | None:
@@ -138,13 +172,6 @@ class DatasetRun:
     def _load(self) -> tuple[Judge | None, str | None]:
         if self.manifest is None:
             return None, f"the manifest has no usable profile and tokenizer: {self.manifest_error}"
-        from pipeline.core.names import profile_views
-
-        views = profile_views(self.manifest.profile)
-        if views and self.view not in views:  # a whole-dataset error: said once here, no sample judged
-            field = "--tokfidelity-view" if self.view_override else f"{self.dir / 'manifest.json'}: field 'api_view'"
-            return None, (f"{field}: profile {self.manifest.profile} has no view {self.view!r}; its views: "
-                          f"{', '.join(views)}")
         from pipeline.core.profiles import bind_profile
         from pipeline.core.tokenizer import TokenizerNotFound, load_tokenizer, tokenizer_location
 
@@ -164,7 +191,13 @@ class DatasetRun:
         from pipeline.core.render import template_pin
 
         template_pin(tokenizer)  # the chat template read (and pinned) once, before judges fork
-        return Judge(profile, tokenizer, self.view, self.manifest.accept, explain=explain, prompts=self.prompts), None
+        # one judge per view, sharing the tokenizer and profile; the first renders each sample's prompt for all
+        views = self.views if self.view_error is None else self.views[:1]
+        self._view_judges = tuple(
+            Judge(profile, tokenizer, view, self.manifest.accept, explain=explain, prompts=self.prompts and i == 0)
+            for i, view in enumerate(views)
+        )
+        return self._view_judges[0], None
 
     def before_fork(self) -> None:
         """Load here what each forked judge would otherwise load for itself: transformers' template
@@ -208,6 +241,7 @@ class DatasetRun:
         if judge is None:  # the sample tests say why, without asking for a verdict
             return judged
         index, fd, tokenizer, profile = self.index, self.fd, judge.tokenizer, judge.profile
+        others = self._view_judges[1:]  # a dataset judged under several views: verdicts[p] holds one per view
         stops = profile.stop_ids
         verdicts = judged.verdicts
         outputs = []  # (position, sample, its output verdict or the exception judging it raised)
@@ -220,21 +254,22 @@ class DatasetRun:
                 verdicts[p] = e
                 continue
             try:
-                outputs.append((p, sample, judge.output_side(sample)))
+                outputs.append((p, sample, judge.output_sides(sample, others) if others else judge.output_side(sample)))
             except Exception as e:  # noqa: BLE001
                 outputs.append((p, sample, e))
         for p, sample, verdict in outputs:
             if began is not None:
                 began(p)
             try:
-                if type(verdict) is Verdict:
+                if type(verdict) is Verdict or type(verdict) is tuple:
                     try:
-                        verdict = judge.prompt_side(sample, verdict)
+                        verdict = judge.prompt_sides(sample, verdict) if others else judge.prompt_side(sample, verdict)
                     except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
                         verdict = e
                 if type(sample) is GoldenSample:
                     one = (sample,)
-                    if not (type(verdict) is Verdict and verdict.kind == EXACT):
+                    first = verdict[0] if others and type(verdict) is tuple else verdict
+                    if not (type(first) is Verdict and first.kind == EXACT):
                         # (ids outside the vocabulary are the judge's bad input too: pipeline.core.fidelity)
                         judged.vocabulary += [(sample.line, p) for p in vocabulary_problems(one, tokenizer)]
                     ids = sample.output_ids

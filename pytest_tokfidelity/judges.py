@@ -56,7 +56,7 @@ class XdistOrder:
         cases = self.case_of_item
         for i in self.queue.upcoming() if self.queue is not None else ():
             case = cases[i] if i < len(cases) else None
-            if case is not None and case[0] == ds.position:
+            if case is not None and case[0] == ds.position and (not out or out[-1] != case[1]):
                 out.append(case[1])
                 if len(out) >= limit:
                     break
@@ -100,12 +100,14 @@ class Prefetcher:
             for p in chunk:
                 ds.scheduled[p] = pending
 
-    def warm_up(self, cases: list[tuple[int, int]]) -> None:
+    def warm_up(self, cases: list[tuple[int, int, int]]) -> None:
         """Start judging the first WARM sample cases (collection order, which a lone run keeps)
         while pytest builds its items: the judges would otherwise wait for the first test."""
         todo: dict[int, list[int]] = {}
-        for d, position in cases[:WARM]:
-            todo.setdefault(d, []).append(position)
+        for d, position, _ in cases[:WARM]:
+            positions = todo.setdefault(d, [])
+            if not positions or positions[-1] != position:  # a sample's views follow each other: judged once
+                positions.append(position)
         for d, positions in todo.items():
             ds = self.datasets[d]
             if ds.setup()[0] is not None:  # loaded before the fork, so that the judges share it

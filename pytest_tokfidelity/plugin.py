@@ -24,7 +24,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tokfidelity-golden-dir", default=None, metavar="DIR",
                     help="folder of golden datasets (default: ini tokfidelity_golden_dir, else golden/ in pytest's rootdir)")
     group.addoption("--tokfidelity-tokenizer", default=None, metavar="PATH", help="tokenizer to use instead of the manifest's")
-    group.addoption("--tokfidelity-view", default=None, metavar="VIEW", help="API view to use instead of the manifest's api_view")
+    group.addoption("--tokfidelity-view", default=None, metavar="VIEW",
+                    help="API view(s) to judge under instead of the manifest's api_view / api_views (comma-separated for several)")
     group.addoption("--tokfidelity-sample", type=int, default=None, metavar="N",
                     help="verify a deterministic subset of N samples per dataset (a quick run: no gate record)")
     group.addoption("--tokfidelity-state-dir", default=None, metavar="DIR",
@@ -159,8 +160,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if opt.tokfidelity_view is not None:
         from pipeline.core.views import VIEWS
 
-        if opt.tokfidelity_view not in VIEWS:
-            raise pytest.UsageError(f"--tokfidelity-view: unknown view {opt.tokfidelity_view!r}; known: {', '.join(VIEWS)}")
+        views = [v.strip() for v in opt.tokfidelity_view.split(",")]
+        for view in views:
+            if view not in VIEWS:
+                raise pytest.UsageError(f"--tokfidelity-view: unknown view {view!r}; known: {', '.join(VIEWS)}")
+        if len(set(views)) != len(views):
+            raise pytest.UsageError(f"--tokfidelity-view: a view is named twice in {opt.tokfidelity_view!r}: name each once")
     try:
         session = FidelitySession(config, names, _golden_dir(config), judges)
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly

@@ -56,6 +56,19 @@ class RunReport:
         self.decided: dict[str, tuple[Decision, Pins | None, float]] = {}  # dataset -> decision, pins, wall time
         self._files = {file_nodeid(self.config, dataset_file(d.dir)): d.name for d in session.datasets}  # node id -> dataset
 
+    def by_view(self, ds: DatasetRun) -> dict[str, Counts]:
+        """A dataset's counts per view (one entry when it has one view)."""
+        return {view: self.counts[key] for view, key in zip(ds.views, ds.count_keys)}
+
+    def total(self, ds: DatasetRun) -> Counts:
+        """A dataset's counts over all its views: each sample counted once per view it was judged under."""
+        if len(ds.count_keys) == 1:
+            return self.counts[ds.count_keys[0]]
+        total = Counts()
+        for key in ds.count_keys:
+            total.merge(self.counts[key])
+        return total
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = next((value for key, value in report.user_properties if key == PROPERTY), None)
         if found is None:  # not a test of the fidelity suite, or one whose xdist worker crashed under it
@@ -128,12 +141,13 @@ class RunReport:
         self.partial = partial = self._partial_reasons(session)
         shard = self.session.shard
         for ds in self.session.datasets:
-            counts, tally = self.counts[ds.name], self.reports[ds.name]
+            counts, tally = self.total(ds), self.reports[ds.name]
             own = [NODE_IDS_REASON] if selects_tests(self.config, ds.dir) else []  # golden/DS/samples.jsonl::NAME
             self.partial_of[ds.name] = [*partial, *own]
-            completeness = Completeness(
-                expected=shard_size(ds, shard) if shard else len(ds.index), passed=len(tally["passed"]), failed=len(tally["failed"]),
-                checks_passed=frozenset(tally["checks"]), partial=tuple(self.partial_of[ds.name]), share=shard is not None,
+            completeness = Completeness(  # a sample test per sample and view
+                expected=shard_size(ds, shard) if shard else len(ds.index) * len(ds.count_keys), passed=len(tally["passed"]),
+                failed=len(tally["failed"]), checks_passed=frozenset(tally["checks"]), partial=tuple(self.partial_of[ds.name]),
+                share=shard is not None,
             )
             decision = decide(counts, rates_deferred(ds.manifest) if shard else ds.manifest, completeness)
             pins = None
@@ -187,7 +201,7 @@ class RunReport:
         state_dir = self.config.option.tokfidelity_state_dir
         args = list(self.config.invocation_params.args)
         for ds in self.session.datasets:
-            counts = self.counts[ds.name]
+            counts = self.total(ds)
             tally = self.reports[ds.name]
             decision, pins, span = self.decided[ds.name]
             if self.session.update_snapshots and counts.stale_snapshots:
@@ -234,7 +248,8 @@ class RunReport:
                 facts = [ds.judged_with()]
             path = gate.write_open_record(
                 ds.dir, state_dir=state_dir, tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0]["fingerprint"],
-                profile=facts[0]["profile"], view=ds.view, counts=counts, pytest_args=args, pins=pins,
+                profile=facts[0]["profile"], view=ds.views, counts=counts, pytest_args=args, pins=pins,
+                counts_by_view=self.by_view(ds) if ds.multi_view else None,
                 tokenizer_location=facts[0].get("location"),
                 prompts="on" if self.session.prompts else "off",
             )
@@ -253,7 +268,8 @@ class RunReport:
             verb = "removed" if self.session.update_snapshots else "stale (the sample now passes without it; --snapshot-update removes it)"
             stale = f"{plural(len(counts.stale_snapshots), 'reviewed divergence')} {verb}"
         loading_included = self.config.getoption("dist", "no") != "no" or not self.reports[ds.name].get("stop")
-        return summary_lines(ds.name, counts, span, loading_included, gate_note, decision.problems, stale)
+        by_view = self.by_view(ds) if ds.multi_view else None
+        return summary_lines(ds.name, counts, span, loading_included, gate_note, decision.problems, stale, by_view)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.summary_lines:

@@ -49,9 +49,10 @@ class ResultsRecorder:
             ds.explain = _explainer  # DatasetRun builds its Judge with explain=ds.explain(tokenizer, profile)
 
     # -- every process: one record per non-exact sample ---------------------------------------
-    def record(self, ds, position: int, verdict: Any, outcome: str, test: str | None = None) -> None:
+    def record(self, ds, position: int, verdict: Any, outcome: str, test: str | None = None, view: str | None = None) -> None:
         """``outcome``: new | known | policy | bad-input; ``verdict``: a Verdict, an exception or None;
-        ``test``: the sample test's node id (``pytest TEST`` runs it alone)."""
+        ``test``: the sample test's node id (``pytest TEST`` runs it alone); ``view``: the view it was judged
+        under (default: the dataset's first)."""
         details = getattr(verdict, "details", None)
         if details is None:
             rec: dict[str, Any] = {"id": getattr(verdict, "sample_id", "") or ds.index.name(position),
@@ -59,7 +60,7 @@ class ResultsRecorder:
         else:
             rec = dict(details)
             if outcome == "new" and not rec.get("detail"):  # a failure is always shown in full
-                rec = self._full_details(ds, position) or rec
+                rec = self._full_details(ds, position, view or ds.view) or rec
         signature = getattr(verdict, "signature", None)
         if isinstance(signature, dict) and isinstance(signature.get("prompt"), dict):  # the prompt side diverged
             from pipeline.core.prompt_check import PROMPT_ADVICE
@@ -68,6 +69,7 @@ class ResultsRecorder:
             rec["prompt"] = {**prompt, "advice": PROMPT_ADVICE.get(prompt.get("class"), "")}
             rec["classes"] = [*rec.get("classes", []), f"prompt:{prompt.get('class')}"]
         rec["dataset"] = ds.name
+        rec["view"] = view or ds.view
         rec["verdict"] = outcome
         if test:
             rec["test"] = test
@@ -75,14 +77,14 @@ class ResultsRecorder:
             rec["report"] = getattr(verdict, "report", "") or (str(verdict) if verdict is not None else "not verified")
         self.samples.append(rec)
 
-    def _full_details(self, ds, position: int) -> dict[str, Any] | None:
+    def _full_details(self, ds, position: int, view: str) -> dict[str, Any] | None:
         from pipeline.core.fidelity import Judge
 
         judge, _ = ds.setup()
         explain = getattr(judge, "explain", None)
         if explain is None:
             return None
-        again = Judge(judge.profile, judge.tokenizer, judge.view, judge.accept, explain=functools.partial(explain, force=True),
+        again = Judge(judge.profile, judge.tokenizer, view, judge.accept, explain=functools.partial(explain, force=True),
                       prompts=judge.prompts is not None)
         return getattr(again(ds.index.read(position, ds.fd)), "details", None)
 
@@ -133,7 +135,8 @@ class ResultsRecorder:
             facts = (run_report.judged_with.get(ds.name) or [None])[0] or ds.judged_with() or {}
             manifest = ds.manifest
             datasets.append(dataset_entry(
-                name=ds.name, counts=run_report.counts[ds.name].to_dict(), samples_total=len(ds.index),
+                name=ds.name, counts=run_report.total(ds).to_dict(), samples_total=len(ds.index),
+                by_view={v: c.to_dict() for v, c in run_report.by_view(ds).items()},
                 profile=facts.get("profile") or (manifest.profile if manifest else None), tokenizer=ds.tokenizer_spec,
                 tokenizer_fingerprint=facts.get("fingerprint"), view=ds.view, golden_files=gate.golden_file_hashes(ds.dir),
                 accept=manifest.accept if manifest else {},

@@ -88,7 +88,8 @@ class FidelitySession:
         for d in self.datasets:
             d.test_file = file_nodeid(config, dataset_file(d.dir))  # golden/DS/samples.jsonl: what its node ids start with
         self.is_worker = hasattr(config, "workerinput")
-        self.counts: dict[str, Counts] = {d.name: Counts() for d in self.datasets}
+        # counts per dataset and view (DatasetRun.count_keys: the dataset's name alone when it has one view)
+        self.counts: dict[str, Counts] = {key: Counts() for d in self.datasets for key in d.count_keys}
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if self.is_worker else 1
         # judging processes (or threads) per pytest process; TOKFIDELITY_JUDGES overrides
         self.judges = judges or max(1, min(4, (os.cpu_count() or 1) // workers))
@@ -100,7 +101,7 @@ class FidelitySession:
         self.update_snapshots = bool(getattr(opt, "update_snapshots", False))
         self.results = None  # the ResultsRecorder (results.py) when --tokfidelity-report is given
         self.shard = shard_option(config)  # --tokfidelity-shard=I/N (None: whole datasets)
-        self._cases: dict[int, list[tuple[int, int]]] = {}  # dataset position -> its sample tests' cases
+        self._cases: dict[int, list[tuple[int, int, int]]] = {}  # dataset position -> its sample tests' cases
         self._files = {os.path.abspath(dataset_file(d.dir)): d for d in self.datasets}  # collected as test files
         self._finished = 0  # tests finished, for FREEZE_EVERY
         if not self.is_worker and getattr(opt, "dist", "no") == "no" and not opt.collectonly and can_fork():
@@ -114,7 +115,7 @@ class FidelitySession:
                 ds.indexed_elsewhere = indexing
 
     # -- collection ---------------------------------------------------------------------------
-    def sample_cases(self, ds: DatasetRun) -> list[tuple[int, int]]:
+    def sample_cases(self, ds: DatasetRun) -> list[tuple[int, int, int]]:
         """(dataset position, sample position) of each sample test of ``ds`` (within the sample limit and shard)."""
         if ds.position not in self._cases:
             self._cases[ds.position] = sample_cases(ds, self.sample_limit, self.shard)
@@ -149,7 +150,9 @@ class FidelitySession:
             kind = type(item)
             if kind is SampleItem:
                 case = item.case
-                self.datasets[case[0]].selected.append(case[1])
+                selected = self.datasets[case[0]].selected
+                if not selected or selected[-1] != case[1]:  # a sample's views follow each other
+                    selected.append(case[1])
                 tag(item, self.datasets[case[0]].name, SAMPLE_TEST)
             elif kind is CheckItem:
                 tag(item, self.datasets[item.dataset].name, item.name)

@@ -42,9 +42,10 @@ def shard_option(config: pytest.Config) -> Shard | None:
 
 
 def shard_size(ds: Any, shard: Shard) -> int:
-    """Samples of ``ds`` in ``shard`` (counted from the index: an xdist controller collects nothing)."""
+    """Sample tests of ``ds`` in ``shard``: its samples there, once per view (counted from the index: an
+    xdist controller collects nothing)."""
     index = ds.index
-    return sum(1 for p in range(len(index)) if shard.holds(index.name(p)))
+    return sum(1 for p in range(len(index)) if shard.holds(index.name(p))) * len(ds.count_keys)
 
 
 def rates_deferred(manifest: Any) -> Any:
@@ -69,7 +70,7 @@ def write_shard(report: Any, ds: Any, shard: Shard, counts: Any, decision: Any, 
     path = gate.write_shard_record(
         ds.dir, shard, state_dir=state_dir, green=green, reason=reason, counts=counts, expected=shard_size(ds, shard),
         checks_passed=sorted(tally["checks"]), tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0].get("fingerprint"),
-        profile=facts[0].get("profile"), view=ds.view, pins=pins, pytest_args=args, tokenizer_location=facts[0].get("location"),
+        profile=facts[0].get("profile"), view=ds.views, pins=pins, pytest_args=args, tokenizer_location=facts[0].get("location"),
         prompts="on" if report.session.prompts else "off",
     )
     verdict = "green" if green else f"failed: {reason}"

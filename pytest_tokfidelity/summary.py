@@ -55,20 +55,34 @@ def _prompts(counts: Counts) -> str:
             f"prompt not checked: {counts.prompt_unchecked:,}")
 
 
+def _views(name: str, by_view: dict[str, Counts]) -> list[str]:
+    """A dataset judged under several views: a line per view, with its share of exact samples."""
+    n = max(c.samples for c in by_view.values())
+    lines = [f"{name}: {plural(n, 'sample')} under {len(by_view)} views ({', '.join(by_view)})"]
+    for view, c in by_view.items():
+        exact = f" ({c.exact / c.samples:.2%} exact)" if c.samples else ""
+        lines.append(f"  view {view}: {plural(c.samples, 'sample')}: {_outcomes(c)}{exact}")
+    return lines
+
+
 def summary_lines(
     name: str, counts: Counts, span: float, loading_included: bool, gate_note: str, problems, stale: str | None = None,
+    by_view: dict[str, Counts] | None = None,
 ) -> list[str]:
     """``span``: seconds from the dataset's first test's start to its last test's end (or the whole
     run's); ``loading_included``: whether that time holds the tokenizer's loading (xdist workers load
-    it in their first test; a lone run loads it, and judges the first samples, while it collects)."""
+    it in their first test; a lone run loads it, and judges the first samples, while it collects).
+    ``by_view``: the counts of each view, for a dataset judged under several (``counts``: their sum;
+    the prompt, rate and speed lines are over all views' sample tests)."""
     n, tokens = counts.samples, counts.tokens
     divergent = counts.policy + counts.known + counts.new
     per_k = 1000 * counts.hunks / tokens if tokens else 0.0
     covers = "tokenizer loading included" if loading_included else "tests only: tokenizer loaded while collecting"
     lines = [
-        f"{name}: {plural(n, 'sample')}: {_outcomes(counts)}",
+        *(_views(name, by_view) if by_view else [f"{name}: {plural(n, 'sample')}: {_outcomes(counts)}"]),
         _prompts(counts),
-        f"  rates: {divergent / n if n else 0:.2%} of samples diverge, {per_k:.3f} hunks per 1,000 tokens",
+        f"  rates: {divergent / n if n else 0:.2%} of {'sample tests' if by_view else 'samples'} diverge, "
+        f"{per_k:.3f} hunks per 1,000 tokens",
     ]
     if tokens:
         lines.append(f"  speed: {plural(tokens, 'token')} in {span:.2f} s, {tokens / span if span else 0:,.0f} tokens/s ({covers})")

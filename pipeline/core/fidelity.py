@@ -142,14 +142,32 @@ class Judge:
         """``verdict`` (``output_side``'s on ``sample``) with the sample's prompt side judged."""
         if verdict.kind == BAD_INPUT or type(sample) is not GoldenSample:
             return verdict
+        prompt = self._prompt(sample)
+        return prompt if type(prompt) is Verdict else with_prompt(verdict, sample, prompt)
+
+    def output_sides(self, sample: GoldenSample | GoldenError, others: Sequence["Judge"]) -> tuple[Verdict, ...]:
+        """``output_side`` under this judge's view and each of ``others``' (judges of the same profile and
+        tokenizer under other views: a dataset judged under several); ``prompt_sides`` completes them."""
+        return (self._output(sample), *(j._output(sample) for j in others))
+
+    def prompt_sides(self, sample: GoldenSample | GoldenError, verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+        """``output_sides``' verdicts with the sample's prompt side, rendered once for every view."""
+        if type(sample) is not GoldenSample or all(v.kind == BAD_INPUT for v in verdicts):
+            return verdicts
+        prompt = self._prompt(sample)
+        return tuple(
+            v if v.kind == BAD_INPUT else prompt if type(prompt) is Verdict else with_prompt(v, sample, prompt) for v in verdicts
+        )
+
+    def _prompt(self, sample: GoldenSample) -> Any:
+        """The prompt side of a sample (with_prompt's ``prompt``), or a bad-input Verdict when it cannot be rendered."""
         if self.prompts is None:
-            return with_prompt(verdict, sample, PROMPT_OFF)
+            return PROMPT_OFF
         try:
-            prompt = self.prompts(sample)
+            return self.prompts(sample)
         except RenderError as e:
             return Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids),
                            report=f"{sample.id}: line {sample.line}: field {e.field!r}: the prompt cannot be rendered: {e.message}")
-        return with_prompt(verdict, sample, prompt)
 
     def _output(self, sample: GoldenSample | GoldenError) -> Verdict:
         """The verdict on one sample's output. Ids outside the vocabulary (negative ones included, which

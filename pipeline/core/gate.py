@@ -181,14 +181,17 @@ def write_open_record(
     tokenizer_spec: str,
     tokenizer_fingerprint: str,
     profile: str,
-    view: str,
+    view: str | Sequence[str],
     counts: Counts | Mapping[str, Any],
     pytest_args: Sequence[str] = (),
     pins: Pins | None = None,
     tokenizer_location: str | None = None,
     prompts: str = "on",
+    counts_by_view: Mapping[str, Counts] | None = None,
 ) -> Path:
     """Record a full green run of one dataset: the gate opens for these exact inputs.
+    ``view``: the view, or every view, its samples were judged under (``views`` in the record; ``view``
+    too when there is one); ``counts_by_view``: the counts of each view, when there are several.
     ``pins``: the hashes of what the run read (default: the dataset files as they are now);
     ``tokenizer_location``: where the run found the tokenizer (checks use it when given none);
     ``prompts``: "on", or "off" when the run skipped the prompt verdicts (--tokfidelity-prompts=off)."""
@@ -200,6 +203,7 @@ def write_open_record(
         "prompts": prompts,
         **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts),
+        **({"counts_by_view": {v: c.to_record() for v, c in counts_by_view.items()}} if counts_by_view else {}),
         "pytest_args": list(pytest_args),
         "time": _now(),
     }
@@ -275,9 +279,10 @@ def _option_problems(record: Mapping[str, Any], profile: str | None, view: str |
         problems.append(f"--profile {profile} differs from the profile the gate was opened with ({record.get('profile')!r})")
         steps.append(f"run with --profile {record.get('profile')} (or without --profile), or verify a dataset whose manifest "
                      f"names profile {profile} and gate on that one")
-    if view is not None and view != record.get("view"):
-        problems.append(f"view {view} differs from the view the gate was opened with ({record.get('view')!r})")
-        steps.append(f"use view {record.get('view')}, or set the manifest's field api_view to {view} and verify the dataset again")
+    judged = sorted(judged_views(record))
+    if view is not None and view not in judged:
+        problems.append(f"view {view} is not a view the gate was opened with ({', '.join(judged) or 'none recorded'})")
+        steps.append(f"use view {' or '.join(judged) or '?'}, or add {view} to the manifest's field api_views and verify the dataset again")
     return problems, steps
 
 
@@ -285,7 +290,8 @@ def _counts_problem(record: Mapping[str, Any], manifest: Any, dataset_dir: Path)
     """Why the record's counts could not have opened the gate (None: they could)."""
     try:
         counts = Counts.from_dict(record.get("counts", {}))
-        expected = count_samples(dataset_dir / "samples.jsonl")
+        # one sample test per sample and view
+        expected = count_samples(dataset_dir / "samples.jsonl") * max(1, len(judged_views(record)))
     except (ValueError, OSError) as e:
         return f"the record's counts are unusable ({e})"
     decision = decide(counts, manifest, Completeness(expected=expected, passed=counts.passed))
@@ -365,8 +371,9 @@ def _pinned_problems(record: Mapping[str, Any], dataset_dir: Path, tokenizer: st
         before = len(problems)
         if record.get("profile") != manifest.profile:
             problems.append(f"the record's profile is {record.get('profile')!r}, the manifest says {manifest.profile!r}")
-        if record.get("view") != manifest.api_view:
-            problems.append(f"the recorded run used view {record.get('view')!r}, the manifest says {manifest.api_view!r}")
+        if (judged := judged_views(record)) != set(manifest.views):
+            problems.append(f"the recorded run judged the views {', '.join(sorted(judged)) or 'none recorded'}, "
+                            f"the manifest lists {', '.join(manifest.views)}")
         if not problems and (why := _counts_problem(record, manifest, dataset_dir)):
             problems.append(why)
         if len(problems) > before:
@@ -493,7 +500,8 @@ def _pinned_fields(
         "template_files": template,  # the chat template the prompts were rendered with, as read
         "render": settings,  # the render's keyword arguments: the profile's template variables and tool steps
         "profile": profile,
-        "view": view,
+        **({"view": view} if isinstance(view, str) else {"view": view[0]} if len(view) == 1 else {}),
+        "views": [view] if isinstance(view, str) else list(view),
         "code_files": code,
         "libraries": libs,
         "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
@@ -513,7 +521,7 @@ def write_shard_record(
     tokenizer_spec: str | None,
     tokenizer_fingerprint: str | None,
     profile: str | None,
-    view: str,
+    view: str | Sequence[str],
     pins: Pins | None = None,
     pytest_args: Sequence[str] = (),
     tokenizer_location: str | None = None,
@@ -564,7 +572,7 @@ def _merged_problems(dataset_dir: Path, manifest: Any, shards: Mapping[int, Any]
         checks = these if checks is None else checks & these
     if problems:
         return problems, merged
-    expected = count_samples(dataset_dir / "samples.jsonl")
+    expected = count_samples(dataset_dir / "samples.jsonl") * max(1, len(judged_views(ref)))
     decision = decide(merged, manifest, Completeness(expected=expected, passed=merged.passed, checks_passed=frozenset(checks or ())))
     return ([] if decision.open else [decision.reason]), merged
 
@@ -603,7 +611,7 @@ def merge_shards(
     ref = shards[min(shards)].record
     path = write_open_record(
         dataset_dir, state_dir=state, tokenizer_spec=ref["tokenizer"], tokenizer_fingerprint=ref["tokenizer_fingerprint"],
-        profile=ref["profile"], view=ref["view"], counts=merged,
+        profile=ref["profile"], view=ref["views"] if isinstance(ref.get("views"), list) else ref["view"], counts=merged,
         pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
         prompts="off" if any(shards[i].record.get("prompts") == "off" for i in shards) else "on",
         pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {})),

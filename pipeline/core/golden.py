@@ -19,7 +19,7 @@ from typing import Any
 from .files import atomic_write, read_input
 from .errors import TokfidelityError
 from .jsonl import JsonTextError, duplicate_key, duplicate_key_message, parse_json, read_records
-from .names import PROFILE_NAMES, VIEW_NAMES
+from .names import PROFILE_NAMES, VIEW_NAMES, profile_views
 from .responses import ResponseError, normalize_finish_reason
 
 __all__ = [
@@ -57,7 +57,8 @@ class Manifest:
     profile: str
     tokenizer: str  # a hub id, a folder name under TOKFIDELITY_TOKENIZERS, or a path
     source: str
-    api_view: str = "sglang"
+    api_view: str = "sglang"  # the first of ``views``
+    api_views: tuple[str, ...] = ()  # ``api_views`` when the manifest lists several (empty: ``api_view`` alone)
     max_known_divergence_rate: float = 0.0  # share of samples that may pass as known divergences
     accept: Mapping[str, float] = field(default_factory=dict)  # class -> max hunks per token, by policy
     path: Path = Path(".")  # the dataset folder
@@ -68,6 +69,11 @@ class Manifest:
     @property
     def samples_path(self) -> Path:
         return self.path / SAMPLES_FILE
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        """Every view the samples are judged under: ``api_views``, else ``api_view`` alone."""
+        return self.api_views or (self.api_view,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +141,8 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
         profile=values["profile"],
         tokenizer=values["tokenizer"],
         source=values.get("source", ""),
-        api_view=values.get("api_view", "sglang"),
+        api_view=(values.get("api_views") or (values.get("api_view", "sglang"),))[0],
+        api_views=values.get("api_views") or (),
         max_known_divergence_rate=values.get("max_known_divergence_rate", 0.0),
         accept=values.get("accept", {}),
         path=dataset_dir,
@@ -183,11 +190,48 @@ def _profile_name(raw: Mapping, path: Path) -> str:
     return profile
 
 
+def _known_views(raw: Mapping) -> tuple[str, ...]:
+    """The views a manifest may name: its profile's (every known view when the profile is unknown)."""
+    profile = raw.get("profile")
+    return (profile_views(profile) if isinstance(profile, str) else ()) or VIEW_NAMES
+
+
+def _view_problem(view: Any, raw: Mapping) -> str | None:
+    """Why ``view`` is not a view of the manifest's profile (None: it is one), listing the profile's views."""
+    known = _known_views(raw)
+    if isinstance(view, str) and view in known:
+        return None
+    profile = raw.get("profile")
+    if not (isinstance(profile, str) and profile in PROFILE_NAMES):
+        what = f"unknown view {view!r}" if isinstance(view, str) else f"expected a view name, got {view!r}"
+        return f"{what}; known: {', '.join(known)}"
+    what = f"profile {profile} has no view {view!r}" if isinstance(view, str) else f"expected a view name, got {view!r}"
+    return f"{what}; its views: {', '.join(known)}"
+
+
 def _view_name(raw: Mapping, path: Path) -> str:
     api_view = raw.get("api_view", "sglang")
-    if api_view not in VIEW_NAMES:
-        raise GoldenError(path, 0, "api_view", f"unknown view {api_view!r}; known: {', '.join(sorted(VIEW_NAMES))}")
+    if (problem := _view_problem(api_view, raw)) is not None:
+        raise GoldenError(path, 0, "api_view", problem)
     return api_view
+
+
+def _view_names(raw: Mapping, path: Path) -> tuple[str, ...]:
+    """``api_views``: a non-empty list of distinct views of the profile (``()`` when absent)."""
+    if "api_views" not in raw:
+        return ()
+    views = raw["api_views"]
+    known = ", ".join(_known_views(raw))
+    if "api_view" in raw:
+        raise GoldenError(path, 0, "api_views", f"give api_view (one view) or api_views (a list), not both; the views: {known}")
+    if not isinstance(views, list) or not views:
+        raise GoldenError(path, 0, "api_views", f"expected a non-empty list of view names, got {views!r}; the views: {known}")
+    for i, view in enumerate(views):
+        if (problem := _view_problem(view, raw)) is not None:
+            raise GoldenError(path, 0, f"api_views[{i}]", problem)
+        if view in views[:i]:
+            raise GoldenError(path, 0, f"api_views[{i}]", f"{view!r} is listed twice; each view once: {known}")
+    return tuple(views)
 
 
 def _rate(raw: Mapping, path: Path) -> float:
@@ -217,6 +261,7 @@ _FIELD_CHECKS = (
     ("format", _format_version),
     ("profile", _profile_name),
     ("api_view", _view_name),
+    ("api_views", _view_names),
     ("max_known_divergence_rate", _rate),
     ("accept", _accept),
     ("name", lambda raw, path: _require(raw, "name", str, path, 0)),

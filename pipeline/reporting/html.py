@@ -166,6 +166,39 @@ def _summary_table(datasets: Sequence[Mapping[str, Any]]) -> str:
             f'<th>divergent samples</th><th>hunks / 1k tokens</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
+def _views_table(datasets: Sequence[Mapping[str, Any]]) -> str:
+    """Dataset x view: the share of each view's samples that were exact (a dataset judged under one view
+    has one cell; results files written before views were recorded, none)."""
+    views = list(dict.fromkeys(v for d in datasets for v in d.get("by_view", {})))
+    if not views:
+        return ""
+    rows = []
+    for d in datasets:
+        cells = []
+        for v in views:
+            c = d.get("by_view", {}).get(v, {}).get("counts")
+            if c is None:
+                cells.append('<td data-view="{}">–</td>'.format(_a(v)))
+                continue
+            share = c["exact"] / c["samples"] if c["samples"] else 0.0
+            cells.append(f'<td data-view="{_a(v)}" data-value="{_a(round(share, 6))}" title="{_a(c["exact"])} of '
+                         f'{_a(c["samples"])} exact">{_pct(share)} <span class="more">({_n(c["exact"])}/{_n(c["samples"])})</span></td>')
+        rows.append(f'<tr data-dataset="{_a(d["name"])}"><td class="l name">{_t(d["name"])}</td>{"".join(cells)}</tr>')
+    head = "".join(f"<th>{_t(v)}</th>" for v in views)
+    return (f'<h3>Exact samples by view</h3><div class="scroll"><table id="views"><thead><tr><th class="l name">dataset</th>'
+            f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _sample_name(s: Mapping[str, Any], several: set[str]) -> str:
+    """``DATASET/ID``, with ``[VIEW]`` when its dataset was judged under several views."""
+    view = f"[{s['view']}]" if s["dataset"] in several and s.get("view") else ""
+    return f'{s["dataset"]}/{s["id"]}{view}'
+
+
+def _several_views(doc: Mapping[str, Any]) -> set[str]:
+    return {d["name"] for d in doc["datasets"] if len(d.get("views", ())) > 1}
+
+
 def _token_title(t: Mapping[str, Any]) -> str:
     check = "ok" if t.get("ok", True) else "DIFFERS: decode(prefix)+decode([id]) != decode(prefix+[id])"
     return f"index {t['i']}; alone {t['text']!r}; in context {t['ctx']!r}; context check {check}"
@@ -226,7 +259,7 @@ def _prompt(p: Mapping[str, Any] | None) -> str:
             f'index {_n(p["first_index"])}</h4><div class="sbs">{sides}</div><p class="more">{_t(p.get("advice", ""))}</p></div>')
 
 
-def _sample(n: int, s: Mapping[str, Any]) -> str:
+def _sample(n: int, s: Mapping[str, Any], several: set[str] = frozenset()) -> str:
     classes = s.get("classes", [])
     verdict = s["verdict"]
     hunks = [h for h in s.get("hunks", []) if h.get("window")]
@@ -241,7 +274,7 @@ def _sample(n: int, s: Mapping[str, Any]) -> str:
         report = f'<pre class="reason">{_t(s["report"])}</pre>'
     else:
         report = f"<details><summary>text report</summary><pre>{_t(s['report'])}</pre></details>"
-    name = f'{s["dataset"]}/{s["id"]}'
+    name = _sample_name(s, several)
     body += _prompt(s.get("prompt"))
     return (
         f'<article class="sample" id="s{n}" data-dataset="{_a(s["dataset"])}" data-verdict="{_a(verdict)}" '
@@ -321,8 +354,9 @@ def _rows_json(doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str
     classes = list(CLASSES) + sorted({c for s in rows for c in s.get("classes", []) if c not in CLASSES})
     c_index = {c: i for i, c in enumerate(classes)}
     v_index = {v: i for i, v in enumerate(VERDICTS)}
+    several = _several_views(doc)
     packed = [
-        [ds_index[s["dataset"]], str(s["id"]), v_index[s["verdict"]], [c_index[c] for c in s.get("classes", [])],
+        [ds_index[s["dataset"]], _sample_name(s, several).split("/", 1)[1], v_index[s["verdict"]], [c_index[c] for c in s.get("classes", [])],
          s.get("hunk_count", 0), s["hunks"][0]["golden"][0] if s.get("hunks") else -1, s.get("tokens", 0), s.get("line") or 0]
         for s in rows
     ]
@@ -334,9 +368,10 @@ def _rows_json(doc: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str
 
 
 def _samples(doc: Mapping[str, Any], detailed: Sequence[Mapping[str, Any]], summarised: Sequence[Mapping[str, Any]]) -> str:
+    several = _several_views(doc)
     out = (f'<section id="detailed"><h3>In detail: {len(detailed):,} (every new divergence and every sample whose text '
            f'changed; of the others, which only re-split, the first {_n(doc.get("detail_limit", 0))} per dataset)</h3>'
-           + "".join(_sample(n, s) for n, s in enumerate(detailed)) + "</section>")
+           + "".join(_sample(n, s, several) for n, s in enumerate(detailed)) + "</section>")
     if summarised:  # no table at all when every sample is drawn above
         out += ('<section id="summarised"><h3>Summarised: <span id="summarised-count"></span> shown by the filters, of '
                 f'{len(summarised):,} text-preserving samples (filtered), a page at a time</h3><div class="scroll"><table>'
@@ -366,7 +401,7 @@ def render_report(doc: Mapping[str, Any]) -> str:
         f'<code>{_t(" ".join(["pytest", *doc["command"]]))}</code> \u00b7 code '
         f'{_t(str(doc.get("code", {}).get("fingerprint", ""))[:16])}</p>',
         _verdict(doc),
-        "<h2>Datasets</h2>", _summary_table(doc["datasets"]), _problems(doc["datasets"]),
+        "<h2>Datasets</h2>", _summary_table(doc["datasets"]), _views_table(doc["datasets"]), _problems(doc["datasets"]),
         "<h2>Divergences</h2><div class=\"charts\"><div><h4>hunks by class and verdict (bar length: log scale)</h4>",
         class_chart(class_hunks(samples), VERDICTS),
         "</div><div><h4>where in the output hunks start</h4>", position_chart(position_bins(samples)), "</div></div>",

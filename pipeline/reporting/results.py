@@ -78,9 +78,13 @@ def dataset_entry(
     max_known_divergence_rate: float, gate_note: str, problems: Sequence[str], partial_reasons: Sequence[str],
     wall_s: float, golden_dir: str | None = None, path: str | None = None,
     failed_checks: Sequence[Mapping[str, str]] = (), ran: Sequence[Sequence[int]] | None = None,
+    by_view: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """``ran``: the positions of the samples judged, as ranges (``ranges``); None: not known."""
-    counts = {k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}  # stale_snapshots: a count
+    """``ran``: the positions of the samples judged, as ranges (``ranges``); None: not known.
+    ``by_view``: the counts of each view the samples were judged under (default: ``view``'s, ``counts``);
+    ``counts`` are then their sum, a sample counted once per view."""
+    counts = _plain_counts(counts)
+    views = {v: _plain_counts(c) for v, c in (by_view or {view: counts}).items()}
     entry = {
         "name": name,
         "path": path,
@@ -93,20 +97,26 @@ def dataset_entry(
         "accept": dict(accept),
         "max_known_divergence_rate": max_known_divergence_rate,
         "samples_total": samples_total,
-        "samples_run": counts.get("samples", 0),
+        "samples_run": max((c.get("samples", 0) for c in views.values()), default=0),
         "counts": counts,
         "rates": rates(counts),
+        "views": list(views),
+        "by_view": {v: {"counts": c, "rates": rates(c)} for v, c in views.items()},
         "wall_s": round(wall_s, 3),
         "gate": {"state": gate_state(gate_note), "notes": [gate_note]},
         "problems": list(problems),
         "failed_checks": [dict(c) for c in failed_checks],
-        "partial": bool(partial_reasons) or counts.get("samples", 0) < samples_total,
+        "partial": bool(partial_reasons) or any(c.get("samples", 0) < samples_total for c in views.values()),
         "partial_reasons": list(partial_reasons),
         "snapshot_update": snapshot_update_command(name, golden_dir),
     }
     if ran is not None:
         entry["ran"] = [list(r) for r in ran]
     return entry
+
+
+def _plain_counts(counts: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (len(v) if isinstance(v, list) else v) for k, v in counts.items()}  # stale_snapshots: a count
 
 
 def ranges(positions: Iterable[int]) -> list[list[int]]:
@@ -221,7 +231,7 @@ def _union(a: list[list[int]], b: list[list[int]], name: str, where: str) -> lis
 
 
 def _merge_dataset(into: dict[str, Any], other: Mapping[str, Any], where: str) -> None:
-    for key in ("tokenizer_fingerprint", "dataset_fingerprint", "view", "profile"):
+    for key in ("tokenizer_fingerprint", "dataset_fingerprint", "view", "views", "profile"):
         if into.get(key) is None:  # a shard that ran none of the dataset's samples never loaded its tokenizer
             into[key] = other.get(key)
         elif other.get(key) is not None and into[key] != other[key]:
@@ -232,6 +242,8 @@ def _merge_dataset(into: dict[str, Any], other: Mapping[str, Any], where: str) -
     mine, theirs = into.get("ran"), _ran(other)
     into["ran"] = None if mine is None or theirs is None else _union(mine, theirs, other["name"], where)
     _merge_counts(into["counts"], other["counts"])
+    for view, theirs in (other.get("by_view") or {}).items():
+        _merge_counts(into.setdefault("by_view", {}).setdefault(view, {"counts": {}})["counts"], theirs["counts"])
     into["samples_run"] += other["samples_run"]
     if into["samples_run"] > into["samples_total"]:
         raise ResultsError(
@@ -264,14 +276,17 @@ def merge_results(docs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, An
                 datasets[d["name"]] = json.loads(json.dumps(d))
                 datasets[d["name"]]["ran"] = _ran(d)
         for s in doc["samples"]:
-            key = (s["dataset"], s.get("id") or f"line {s.get('line')}")
+            key = (s["dataset"], s.get("id") or f"line {s.get('line')}", s.get("view"))
             if key in samples:
-                raise ResultsError(f"{where}: sample {key[0]}/{key[1]} is in an earlier file too: the files overlap")
+                view = f" under view {key[2]}" if key[2] else ""
+                raise ResultsError(f"{where}: sample {key[0]}/{key[1]}{view} is in an earlier file too: the files overlap")
             samples[key] = s
     for d in datasets.values():
         states = sorted({gate_state(n) for n in d["gate"]["notes"]})
         d["gate"]["state"] = states[0] if len(states) == 1 else "mixed"
         d["rates"] = rates(d["counts"])
+        for entry in (d.get("by_view") or {}).values():
+            entry["rates"] = rates(entry["counts"])
         _merged_completeness(d)
     merged = results_document(list(datasets.values()), list(samples.values()), command=command,
                               partial_reasons=[], code=code, detail_limit=detail_limit)

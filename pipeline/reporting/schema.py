@@ -24,9 +24,12 @@ A results.json is one JSON object:
   ``snapshot_update``: the exact command that records this dataset's divergences for review, and
   ``ran``: which of the dataset's samples this run judged, as ``[start, end)`` ranges of their
   positions in ``samples.jsonl`` (its non-blank lines, from 0), so that merged files can tell which
-  samples they cover together (absent in files written before it was added).
+  samples they cover together (absent in files written before it was added); ``views``: the views
+  its samples were judged under (a manifest's ``api_views``, else its one view; ``view`` is the first)
+  and ``by_view``: per view, its ``counts`` and ``rates`` as above (``counts`` above is then their
+  sum: a sample counted once per view; both absent in files written before they were added).
 - ``samples``: one object per sample that was not exact, in dataset then line order:
-  ``dataset``, ``id``, ``line``, ``verdict`` (``new``: an unreviewed divergence, the test failed;
+  ``dataset``, ``id``, ``line``, ``view`` (the view it was judged under), ``verdict`` (``new``: an unreviewed divergence, the test failed;
   ``known``: equal to the reviewed snapshot; ``policy``: accepted by the manifest's policy;
   ``bad-input``: the sample could not be read or judged), ``test`` (the sample test's node id:
   ``pytest TEST`` runs it alone; absent in files written before it was added), ``report`` (the text diagnosis, for new,
@@ -223,7 +226,7 @@ _PROMPT = _object(  # a prompt divergence (pipeline.core.prompt_check.PromptDive
 )
 _SAMPLE = _object(
     {"dataset": _str, "id": _str, "verdict": _one_of(*VERDICTS)},
-    {"line": _optional(_count), "test": _str, "report": _str, "finish_reason": _optional(_str), "tokens": _count,
+    {"line": _optional(_count), "test": _str, "view": _str, "report": _str, "finish_reason": _optional(_str), "tokens": _count,
      "rebuilt_tokens": _count, "texts_identical": _bool, "classes": _list(_str), "hunk_count": _count,
      "detail": _bool, "hunks": _list(_HUNK), "prompt": _PROMPT},
 )
@@ -240,7 +243,8 @@ _DATASET = _object(
      "partial_reasons": _list(_str), "problems": _list(_str), "wall_s": _number, "snapshot_update": _str},
     {**dict.fromkeys(("path", "profile", "tokenizer", "tokenizer_fingerprint", "view", "dataset_fingerprint"), _optional(_str)),
      "golden_files": _map(_str), "accept": _map(_number), "max_known_divergence_rate": _number,
-     "failed_checks": _list(_object({"check": _str, "message": _str})), "ran": _ranges},
+     "failed_checks": _list(_object({"check": _str, "message": _str})), "ran": _ranges,
+     "views": _list(_str), "by_view": _map(_object({"counts": _COUNTS, "rates": _RATES}))},
 )
 _DOCUMENT = _object(
     {"schema": _str, "version": _int, "command": _list(_str), "partial": _bool, "partial_reasons": _list(_str),
@@ -282,6 +286,8 @@ def _check_datasets(doc: Mapping[str, Any]) -> None:
         if d["name"] in names:
             raise _Bad(f"{d['name']!r} is listed twice", f"datasets[{i}].name")
         names.add(d["name"])
+        if "by_view" in d and (stray := [v for v in d["by_view"] if v not in d.get("views", ())]):
+            raise _Bad(f"view {stray[0][:80]!r} is not in the dataset's 'views'", f"datasets[{i}].by_view")
         ran = d.get("ran")
         if ran and ran[-1][1] > d["samples_total"]:
             raise _Bad(f"range {ran[-1]} goes past the dataset's {d['samples_total']} samples", f"datasets[{i}].ran")
