@@ -62,6 +62,8 @@ def test_the_page_shows_what_results_json_says_and_sends_nothing(browser, report
             assert int(values[key]) == d["counts"][key], (d["name"], key)
         assert int(values["samples_run"]) == d["samples_run"] and int(values["samples_total"]) == d["samples_total"]
         assert float(values["divergent_samples"]) == d["rates"]["divergent_samples"]
+        shares = {c["data-view"]: float(c["data-value"]) for c in _row_cells(dom, d["name"], "data-view")}
+        assert shares == {v: round(e["counts"]["exact"] / e["counts"]["samples"], 6) for v, e in d["by_view"].items()}
     listed = {a["data-sample"] for a in dom.find("article") if "data-sample" in a}
     listed |= {f'{r["data-dataset"]}/{r.get("data-id")}' for r in dom.find("tr", **{"class": "srow"})}
     assert listed == {f'{s["dataset"]}/{s["id"]}' for s in doc["samples"]}
@@ -78,13 +80,14 @@ def test_the_page_shows_what_results_json_says_and_sends_nothing(browser, report
     assert browser.page_requests == []
 
 
-def _row_cells(dom: Dom, dataset: str) -> list[dict]:
-    """The data cells of the summary row of ``dataset`` (cells follow their row in document order)."""
+def _row_cells(dom: Dom, dataset: str, key: str = "data-key") -> list[dict]:
+    """The data cells of the summary row of ``dataset`` (cells follow their row in document order);
+    ``key="data-view"``: those of its row of the dataset x view table."""
     out, inside = [], False
     for tag, attrs in dom.elements:
         if tag == "tr":
             inside = attrs.get("data-dataset") == dataset and "srow" not in (attrs.get("class") or "")
-        elif inside and tag == "td" and "data-key" in attrs:
+        elif inside and tag == "td" and key in attrs:
             out.append(attrs)
     return out
 
@@ -188,9 +191,9 @@ def _poisoned(doc: dict) -> tuple[dict, int]:
     values = sorted({v for p, v in _strings(doc) if v not in fixed and p[-1] not in FIXED})
     payload = {v: PAYLOAD.format(k=k) for k, v in enumerate(values)}
 
-    def swap(value):
-        if isinstance(value, dict):
-            return {k: swap(v) for k, v in value.items()}
+    def swap(value, parent=None):
+        if isinstance(value, dict):  # the keys of by_view are view names, free text drawn as such
+            return {(payload.get(k, k) if parent == "by_view" else k): swap(v, k) for k, v in value.items()}
         if isinstance(value, list):
             return [swap(v) for v in value]
         return payload.get(value, value) if isinstance(value, str) else value
