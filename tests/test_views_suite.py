@@ -34,7 +34,7 @@ def test_two_views_judge_every_sample_under_each_and_open_the_gate_for_both(pyte
     result = run(pytester, "--tokfidelity-dataset=V1", "-v")
     result.assert_outcomes(passed=4 + 2 * 3)
     result.stdout.fnmatch_lines([
-        "*test_fidelity?V1_two/s0?sglang?? PASSED*", "*test_fidelity?V1_two/s0?vllm?? PASSED*",
+        "*V1_two/samples.jsonl::s0?sglang? PASSED*", "*V1_two/samples.jsonl::s0?vllm? PASSED*",
         "*V1_two: 3 samples under 2 views (sglang, vllm)*",
         "*view sglang: 3 samples: 3 exact (100.00% exact)*", "*view vllm: 3 samples: 3 exact (100.00% exact)*",
         "*gate: open*",
@@ -68,7 +68,7 @@ def test_reviewed_divergences_are_per_view(pytester):
     d = make_dataset(pytester.path, "V3_two", [*exact_samples(2), ws_sample()], max_known_divergence_rate=0.5, **TWO)
     result = run(pytester, "--tokfidelity-dataset=V3")
     result.assert_outcomes(passed=4 + 5, failed=1)
-    result.stdout.fnmatch_lines(["*V3_two/ws under view vllm (line 3)*", "*FAILED*test_fidelity?V3_two/ws?vllm??*"])
+    result.stdout.fnmatch_lines(["*V3_two/ws under view vllm (line 3)*", "*FAILED*V3_two/samples.jsonl::ws?vllm?*"])
     run(pytester, "--tokfidelity-dataset=V3", "--snapshot-update")
     snapshots = (d / "__snapshots__" / "fidelity.ambr").read_text()
     assert "# name: test_fidelity[V3_two/ws[vllm]]" in snapshots and "ws[sglang]" not in snapshots
@@ -85,7 +85,7 @@ def test_a_divergence_reviewed_under_the_manifest_view_does_not_pass_another_vie
     run(pytester, "--tokfidelity-dataset=V4").assert_outcomes(passed=4 + 3)  # shipped names still found
     result = run(pytester, "--tokfidelity-dataset=V4", "--tokfidelity-view=vllm", "-v")
     result.assert_outcomes(passed=4 + 2, failed=1)
-    result.stdout.fnmatch_lines(["*test_fidelity?V4_one/s0?vllm?? PASSED*", "*FAILED*V4_one/split?vllm??*"])
+    result.stdout.fnmatch_lines(["*V4_one/samples.jsonl::s0?vllm? PASSED*", "*FAILED*V4_one/samples.jsonl::split?vllm?*"])
     assert record(pytester, "V4_one")["status"] == "closed"
 
 
@@ -134,7 +134,7 @@ def test_bad_view_names_are_one_manifest_failure(pytester, extra, message):
     ])
     result = run(pytester, "--tokfidelity-dataset=Q8")
     result.assert_outcomes(passed=3, failed=1)  # no sample test: the other checks pass, test_manifest says why
-    result.stdout.fnmatch_lines(["*FAILED*test_manifest?Q8_views?*"])
+    result.stdout.fnmatch_lines(["*FAILED*Q8_views/samples.jsonl::test_manifest*"])
     out = result.stdout.str()
     assert f"golden/Q8_views/manifest.json: {message}" in out
     assert "Traceback" not in out and out.count(message) == 1
@@ -167,7 +167,7 @@ def test_shipped_b3_under_the_vllm_view_through_the_gate(pytester):
     result = run(pytester, "--tokfidelity-dataset=B3", "--tokfidelity-view=vllm", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] + outcomes["failed"] == 4 + 112 and outcomes["failed"] > 13  # 13 reviewed under sglang
-    result.stdout.fnmatch_lines(["*FAILED*B3_magicoder/b3-*?vllm??*"])
+    result.stdout.fnmatch_lines(["*FAILED*B3_magicoder/samples.jsonl::b3-*?vllm?*"])
     run(pytester, "--tokfidelity-dataset=B3", "--tokfidelity-view=vllm", "--snapshot-update")
     result = run(pytester, "--tokfidelity-dataset=B3", "--tokfidelity-view=vllm")
     assert result.parseoutcomes().get("failed", 0) <= 1  # only test_gate_policy, for the known-divergence rate
