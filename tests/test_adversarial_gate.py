@@ -477,18 +477,24 @@ def test_sigint_to_generate_says_what_was_done_and_writes_the_summary(tmp_path):
     records = out / "generations.jsonl"
     cmd = [sys.executable, "-m", "pipeline.cli", *gen_args(tmp_path, golden, prompts, out, "URL", "--concurrency", "1")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with FaultyServer(KimiChat(), delay=0.5) as server:
+    # The third request is held until the signal is sent, so the run is caught mid-request however loaded
+    # the machine is (a fixed delay let a starved test see the records only after the run had ended).
+    with FaultyServer(KimiChat(), hold_after=2) as server:
         cmd[cmd.index("URL")] = server.url
         run = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while not (records.exists() and records.read_bytes().count(b"\n") >= 2):
             assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1]
             time.sleep(0.05)
+        while len(server.requests) < 3:  # the run is waiting for the held third answer
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1]
+            time.sleep(0.05)
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
+        server.released.set()
         assert run.returncode == 130, err
         done = records.read_bytes().count(b"\n")
-        assert 2 <= done < 12
+        assert done == 2
         assert "interrupted (Ctrl-C)" in err and f"{done} generated, 0 already done" in err and "Traceback" not in err
         summary = json.loads((out / "summary.json").read_text())
         assert summary["last_run"]["finished"] == done and summary["samples"] == done

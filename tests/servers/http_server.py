@@ -50,6 +50,9 @@ class _Handler(BaseHTTPRequestHandler):
             owner.requests.append((self.path, body))
             owner.headers.append(dict(self.headers))
             fault = owner.faults.popleft() if owner.faults else None
+            held = owner.hold_after is not None and len(owner.requests) > owner.hold_after
+        if held:  # a request after the first hold_after waits until the test releases it (a run caught mid-request)
+            owner.released.wait(120)
         if owner.delay:
             time.sleep(owner.delay)
         if fault == "reset":
@@ -123,8 +126,10 @@ class _Server(ThreadingHTTPServer):
 
 class FaultyServer:
     def __init__(self, answer: Answer, *, delay: float = 0.0, retry_after: str = "0", hang_seconds: float = 2.0,
-                 trickle_every: float = 0.05):
+                 trickle_every: float = 0.05, hold_after: int | None = None):
         self.answer = answer
+        self.hold_after = hold_after  # requests after this many wait for `released` (set by the test)
+        self.released = threading.Event()
         self.delay = delay
         self.retry_after = retry_after
         self.hang_seconds = hang_seconds
