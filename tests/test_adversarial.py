@@ -114,13 +114,16 @@ def test_edit_made_and_undone_between_runs_is_judged_again(tmp_path):
     lambda r: r["counts"].update(exact=-1),
     lambda r: r.update(profile="kimi-k2"),
     lambda r: r.update(view="vllm"),
+    lambda r: r.update(views=["vllm"]),
+    lambda r: r.update(views=["sglang", "sglang"]),
+    lambda r: r.update(views="sglang"),
     lambda r: r.update(tokenizer_fingerprint="0" * 64),
     lambda r: r.update(format=99),
     lambda r: r.update(golden_files={}),
     lambda r: r.update(code_files={"pipeline/core/gate.py": "0" * 64}),
     lambda r: r.update(status="closed"),
     lambda r: r.update(counts=[1, 2]),
-], ids=["new", "bad_input", "samples", "negative", "profile", "view", "fingerprint", "format", "golden", "code", "status", "counts-list"])
+], ids=["new", "bad_input", "samples", "negative", "profile", "view", "views", "views-twice", "views-string", "fingerprint", "format", "golden", "code", "status", "counts-list"])
 def test_hand_edited_record_never_opens(tmp_path, edit):
     make(tmp_path, "A3_rec", exact_samples(3))
     assert subprocess.run(pytest_cmd(tmp_path, "--tokfidelity-dataset=A3"), cwd=tmp_path, env=env(), capture_output=True).returncode == 0

@@ -466,6 +466,11 @@ def test_a_disk_full_mid_generate_keeps_every_line_whole_and_the_resume_exact(tm
 # --------------------------------------------------------------------------------------------
 # 14b. Ctrl-C in generate: what was done is said, summary.json written, exit 130, the resume exact
 # --------------------------------------------------------------------------------------------
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_sigint_to_generate_says_what_was_done_and_writes_the_summary(tmp_path):
     import time
 
@@ -481,7 +486,10 @@ def test_sigint_to_generate_says_what_was_done_and_writes_the_summary(tmp_path):
     # the machine is (a fixed delay let a starved test see the records only after the run had ended).
     with FaultyServer(KimiChat(), hold_after=2) as server:
         cmd[cmd.index("URL")] = server.url
-        run = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Ctrl-C reaches the run as from a shell: SIGINT handled by default and not blocked, whatever this
+        # worker process inherited or was left with by earlier tests (in two full -n 2 runs the child did not react).
+        run = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_interruptible)
         deadline = time.monotonic() + 120
         while not (records.exists() and records.read_bytes().count(b"\n") >= 2):
             assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1]
@@ -490,8 +498,10 @@ def test_sigint_to_generate_says_what_was_done_and_writes_the_summary(tmp_path):
             assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1]
             time.sleep(0.05)
         run.send_signal(signal.SIGINT)
-        _, err = run.communicate(timeout=60)
-        server.released.set()
+        try:
+            _, err = run.communicate(timeout=60)
+        finally:
+            server.released.set()
         assert run.returncode == 130, err
         done = records.read_bytes().count(b"\n")
         assert done == 2

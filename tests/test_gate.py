@@ -202,7 +202,12 @@ def test_changed_render_settings_close_the_gate(dataset, tmp_path):
 
 
 def test_judged_views_reads_views_and_falls_back_to_the_single_view_of_older_records(dataset, tmp_path):
-    assert gate.judged_views({"views": ["sglang", "vllm"], "view": "sglang"}) == {"sglang", "vllm"}
+    assert gate.judged_views({"views": ["sglang", "vllm"]}) == {"sglang", "vllm"}
+    assert gate.judged_views({"views": ["sglang"], "view": "sglang"}) == {"sglang"}  # as a one-view run writes it
+    # fields that disagree were edited by hand: the gate judged no view
+    assert gate.judged_views({"views": ["sglang", "vllm"], "view": "sglang"}) == frozenset()
+    assert gate.judged_views({"views": ["sglang"], "view": "vllm"}) == frozenset()
+    assert gate.judged_views({"views": ["vllm", "vllm"]}) == frozenset()
     assert gate.judged_views({"view": "vllm"}) == {"vllm"}  # a record written before `views`
     assert gate.judged_views({"status": "closed"}) == frozenset()
     assert gate.judged_views(None) == frozenset()

@@ -249,15 +249,19 @@ def read_record(state_dir: str | os.PathLike | None, dataset: str) -> dict[str, 
 
 def judged_views(record: Mapping[str, Any] | None) -> frozenset[str]:
     """The views a gate record's run judged the dataset under: its ``views`` list; a record written
-    before runs judged several views has one ``view`` (that one). Empty for no record, or a record
-    naming no view (a closed one): such a gate judged no view."""
+    before runs judged several views has one ``view`` (that one). Empty for no record, a record naming
+    no view (a closed one), and a record whose fields disagree (a ``view`` that is not its one view, an
+    entry that is not a name, a name twice: edited by hand): such a gate judged no view."""
     if not isinstance(record, Mapping):
         return frozenset()
-    views = record.get("views")
-    if isinstance(views, (list, tuple)):
-        return frozenset(v for v in views if isinstance(v, str) and v)
-    view = record.get("view")
-    return frozenset([view]) if isinstance(view, str) and view else frozenset()
+    view, views = record.get("view"), record.get("views")
+    if views is None:
+        return frozenset([view]) if isinstance(view, str) and view else frozenset()
+    if not isinstance(views, list) or not all(isinstance(v, str) and v for v in views) or len(set(views)) != len(views):
+        return frozenset()
+    if "view" in record and views != [view]:
+        return frozenset()
+    return frozenset(views)
 
 
 def count_samples(samples_file: str | os.PathLike) -> int:
