@@ -487,7 +487,8 @@ def test_sigint_to_generate_says_what_was_done_and_writes_the_summary(tmp_path):
     with FaultyServer(KimiChat(), hold_after=2) as server:
         cmd[cmd.index("URL")] = server.url
         # Ctrl-C reaches the run as from a shell: SIGINT handled by default and not blocked, whatever this
-        # worker process inherited or was left with by earlier tests (in two full -n 2 runs the child did not react).
+        # process inherited: in two full -n 2 runs started as background jobs (which ignore SIGINT) the child
+        # did not react to it (it ran to the end, or hung on the held request); run alone it always did.
         run = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=_interruptible)
         deadline = time.monotonic() + 120
