@@ -140,10 +140,7 @@ class Judge:
 
     def prompt_side(self, sample: GoldenSample | GoldenError, verdict: Verdict) -> Verdict:
         """``verdict`` (``output_side``'s on ``sample``) with the sample's prompt side judged."""
-        if verdict.kind == BAD_INPUT or type(sample) is not GoldenSample:
-            return verdict
-        prompt = self._prompt(sample)
-        return prompt if type(prompt) is Verdict else with_prompt(verdict, sample, prompt)
+        return self.prompt_sides(sample, (verdict,))[0]
 
     def output_sides(self, sample: GoldenSample | GoldenError, others: Sequence["Judge"]) -> tuple[Verdict, ...]:
         """``output_side`` under this judge's view and each of ``others``' (judges of the same profile and
