@@ -201,13 +201,18 @@ class DatasetRun:
 
     def before_fork(self) -> None:
         """Load here what each forked judge would otherwise load for itself: transformers' template
-        renderer (about 1.5 s of CPU to import), when prompts are judged and the first sample records
-        prompt_ids."""
+        renderer (about 1.1-1.5 s of CPU to import) and the compiled chat template, when prompts are judged
+        and the first sample records prompt_ids."""
         judge = self._setup[0] if self._setup is not None else None
         if judge is None or judge.prompts is None or judge.profile.spec.prompt_renderer != "template" or not len(self.index):
             return
         if getattr(self.index.read(0, self.fd), "prompt_ids", None) is not None:
-            import transformers.utils.chat_template_utils  # noqa: F401
+            from pipeline.core.render import RenderError, renderer_for
+
+            try:
+                renderer_for(judge.tokenizer)  # transformers imported and the template compiled, once
+            except (RenderError, ImportError, SyntaxError, ValueError):  # each sample's prompt verdict says why
+                pass
 
     @property
     def stored(self) -> set[str]:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core import template_adapter
 from pipeline.core.tokenizer import tiktoken_adapter, tokenizers_adapter
 
 ROOT = Path(__file__).resolve().parent.parent
-ADAPTERS = {"tiktoken": tiktoken_adapter, "tokenizers": tokenizers_adapter}
+ADAPTERS = {"tiktoken": tiktoken_adapter, "tokenizers": tokenizers_adapter, "transformers": template_adapter}
 
 
 @pytest.mark.parametrize("library", sorted(ADAPTERS))
@@ -63,7 +64,8 @@ def test_tokenizers_byte_level_bpe_is_a_plain_tokenizer(tmp_path):
 
 
 def test_no_private_library_reach_outside_the_adapters():
-    reaches = re.compile(r"\._core_bpe\b|\._tokenizer\b(?!_)|unittest\.mock|mock\.patch")
+    reaches = re.compile(r"\._core_bpe\b|\._tokenizer\b(?!_)|unittest\.mock|mock\.patch"
+                         r"|_compile_jinja_template|_plain_template_data|_alias_reasoning_fields")
     adapters = {Path(m.__file__).resolve() for m in ADAPTERS.values()}
     found = []
     for path in sorted((ROOT / "pipeline").rglob("*.py")):
@@ -73,6 +75,19 @@ def test_no_private_library_reach_outside_the_adapters():
             if reaches.search(line.replace("self._tokenizer", "")):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert found == []
+
+
+def test_transformers_template_steps_are_the_ones_render_jinja_template_takes():
+    """The steps template_adapter repeats are render_jinja_template's: its source calls each of them."""
+    import inspect
+
+    from transformers.utils import chat_template_utils as utils
+
+    source = inspect.getsource(utils.render_jinja_template)
+    for step in ("_compile_jinja_template(chat_template)", "_plain_template_data(tool_schemas)", "_plain_template_data(kwargs)",
+                 "_plain_template_data(chat)", "_alias_reasoning_fields(chat)", "compiled_template.render("):
+        assert step in source, step
+    assert template_adapter.checked()
 
 
 def test_views_never_write_onto_a_frozen_profile():

@@ -8,7 +8,8 @@ runs no code from a model repository:
 * the template is the model's own, from the tokenizer's files (:func:`chat_template`):
   ``chat_template.jinja`` in the tokenizer folder, else ``tokenizer_config.json``'s ``chat_template``,
   else a GGUF file's ``tokenizer.chat_template``;
-* it is rendered by transformers' ``render_jinja_template`` (what ``apply_chat_template`` calls);
+* it is rendered as transformers' ``render_jinja_template`` renders it (what ``apply_chat_template`` calls), by
+  :mod:`pipeline.core.template_adapter` (the same functions, the tools' plain copy made once per tool set);
 * the pre-processing a tokenizer class does in Python is data on the profile
   (``ProfileSpec.tools_preprocess``, ``ProfileSpec.chat_template_kwargs``), carried out by
   :data:`TOOL_STEPS`. Kimi K2.5: every tool dict deep-sorted by key, then ``tools_ts_str`` written by
@@ -32,10 +33,11 @@ from .errors import TokfidelityError
 from .pins import sha256_bytes
 from .kimi_tools_ts import deep_sort, tools_typescript
 from .profiles import Profile
+from .template_adapter import Prepared, TemplateRenderer
 from .tokenizer import Tokenizer
 from .watchdog import TimeLimitExceeded, time_limit
 
-__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "render_prepared", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "render_prepared", "prepare", "renderer_for", "render_with", "render_prompt", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -236,27 +238,45 @@ def render_text(messages: Sequence[Mapping], tools: Sequence | None, profile: Pr
 
 def render_prepared(messages: Sequence[Mapping], tools: list | None, kwargs: Mapping[str, Any], tokenizer: Tokenizer,
                     add_generation_prompt: bool = True) -> str:
-    """``render_text`` after ``template_inputs`` (whose answer a caller may keep for identical tool sets):
-    the messages checked by the caller."""
-    from jinja2 import TemplateError
-    from transformers.utils.chat_template_utils import render_jinja_template
+    """``render_text`` after ``template_inputs``: the messages checked by the caller."""
+    return render_with(messages, prepare(tools, kwargs, tokenizer), tokenizer, add_generation_prompt)
 
-    template, where = chat_template(tokenizer, tools)
-    variables = {**special_token_variables(tokenizer), **kwargs}
+
+def prepare(tools: list | None, kwargs: Mapping[str, Any], tokenizer: Tokenizer) -> Prepared:
+    """``template_inputs``' tools and variables, with the tokenizer's bos_token, eos_token... as the template
+    will see them; a caller may keep the answer for identical tool sets (PromptJudge does)."""
+    return Prepared(tools, {**special_token_variables(tokenizer), **kwargs})
+
+
+@functools.cache
+def _renderer(template: str) -> TemplateRenderer:
+    return TemplateRenderer(template)
+
+
+def renderer_for(tokenizer: Tokenizer, tools: Sequence | None = None) -> TemplateRenderer:
+    """This tokenizer's chat template, compiled (once per process: a lone pytest compiles it before its judges fork)."""
+    return _renderer(chat_template(tokenizer, tools)[0])
+
+
+def render_with(messages: Sequence[Mapping], prepared: Prepared, tokenizer: Tokenizer, add_generation_prompt: bool = True) -> str:
+    """The prompt text for ``messages`` with ``prepared`` tools and variables (``prepare``); the messages checked by the caller."""
+    from jinja2 import TemplateError
+
+    template, where = chat_template(tokenizer, prepared.tools)
     conversation = [{k: v for k, v in m.items() if v is not None} for m in messages]
     try:
+        render = _renderer(template)  # a template that does not compile fails here, each render that uses it
         with time_limit(RENDER_SECONDS):
-            rendered, _ = render_jinja_template([conversation], tools=tools, chat_template=template,
-                                                add_generation_prompt=add_generation_prompt, **variables)
+            rendered = render(conversation, prepared, add_generation_prompt)
     except TimeLimitExceeded:
         raise RenderError("messages", f"the chat template {where} did not finish rendering this conversation in "
                           f"{RENDER_SECONDS:g} s (a loop without end?); check the template") from None
     except (TemplateError, *_RENDER_FAILURES) as e:
         raise RenderError("messages", f"the chat template {where} cannot render this conversation: {type(e).__name__}: {str(e)[:300]}") from None
-    if len(rendered[0]) > RENDER_MAX_CHARS:
-        raise RenderError("messages", f"the chat template {where} rendered {len(rendered[0]):,} characters for this "
+    if len(rendered) > RENDER_MAX_CHARS:
+        raise RenderError("messages", f"the chat template {where} rendered {len(rendered):,} characters for this "
                           f"conversation, over the limit of {RENDER_MAX_CHARS:,}; check the template")
-    return rendered[0]
+    return rendered
 
 
 def render_prompt(messages: Sequence[Mapping], tools: Sequence | None, profile: Profile, tokenizer: Tokenizer,
