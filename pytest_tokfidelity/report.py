@@ -215,12 +215,12 @@ class RunReport:
                 else:
                     gate_note = self._gate(ds, counts, decision, state_dir, args, pins)
             except OSError as e:  # a read-only or full state dir: said, and the run fails (no record means no gate)
-                problem = f"gate record NOT written: {os_error_message(e)}"
-                gate_note = problem
-                decision = dataclasses.replace(decision, problems=(*decision.problems, problem))
+                gate_note = f"gate record NOT written: {os_error_message(e)}"
+                decision = dataclasses.replace(decision, problems=(*decision.problems, gate_note))
             if decision.problems and not tally["failed"]:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            self.summary_lines += self._summary(ds, counts, span, gate_note, decision)
+            said = "NOT written (the FAILED line above says why)" if gate_note in decision.problems else gate_note
+            self.summary_lines += self._summary(ds, counts, span, said, decision)
             self.outcomes[ds.name] = {"gate": gate_note, "problems": list(decision.problems), "wall": span}
         if self.session.results is not None:
             self.session.results.write(self)

@@ -404,6 +404,8 @@ def test_a_full_state_dir_fails_the_run_naming_the_record(tmp_path):
     assert result.returncode == 1, out[-3000:]
     said = " ".join(out.split())  # the summary wraps long lines
     assert f"gate record NOT written: {tmp_path / 'state' / 'gates' / dataset.name}.json: File too large [EFBIG]" in said
+    assert said.count("NOT written") == 2 and said.count("File too large") == 1  # said once, and the gate line points to it
+    assert "gate: NOT written (the FAILED line above says why)" in said
     assert "INTERNALERROR" not in out and "Traceback" not in out
     assert not (tmp_path / "state" / "gates" / f"{dataset.name}.json").exists()
 
