@@ -167,6 +167,25 @@ def test_golden_from_generations_gives_the_suite_the_same_responses(tmp_path, go
             assert verdict.signature == record["divergence"]["signature"] and list(verdict.classes) == record["divergence"]["classes"]
 
 
+@pytest.mark.parametrize("view_for", [None, "vllm"])
+def test_golden_from_names_the_view_its_records_were_generated_under(tmp_path, golden, view_for):
+    """golden-from's manifest says the view the records were served under (generate --view-for), SGLang's when
+    none was named, and every view when they differ (api_views)."""
+    from pipeline.core.golden import load_manifest
+
+    more = ("--view-for", f"*={view_for}") if view_for else ()
+    _generate(tmp_path, golden, EngineIdsChat("vllm"), ["plain", "[split]"], "--return-token-ids", *more)
+    assert main(["golden-from", "--generations", str(tmp_path / "out"), "--dataset", "E2", "--out", str(golden)]) == 0
+    manifest = load_manifest(golden / "E2")
+    assert manifest.views == (view_for or "sglang",) and "api_views" not in manifest.raw
+    records = (tmp_path / "out" / "generations.jsonl").read_text().splitlines()
+    first = json.loads(records[0])
+    first["view"] = "sglang" if view_for else "vllm"  # two records served under two views
+    (tmp_path / "out" / "generations.jsonl").write_text("\n".join([json.dumps(first), *records[1:]]) + "\n")
+    assert main(["golden-from", "--generations", str(tmp_path / "out"), "--dataset", "E3", "--out", str(golden)]) == 0
+    assert load_manifest(golden / "E3").views == ("sglang", "vllm")
+
+
 def test_golden_from_refuses_a_folder_that_is_not_a_generate_run(tmp_path, capsys):
     assert main(["golden-from", "--generations", str(tmp_path), "--dataset", "X", "--out", str(tmp_path / "g")]) == 2
     assert "not a `tokfidelity generate` output folder" in capsys.readouterr().err

@@ -112,6 +112,7 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
     assert code == 0, capsys.readouterr().err[-3000:]
     manifest = load_manifest(golden / "vllm-live")
     assert manifest.raw["engine"]["engine"] == "vllm" and manifest.raw["engine"]["vllm_version"] == "0.32.0"
+    assert manifest.views == ("vllm",)  # a capture from vLLM is judged under vLLM's view
     captured = {}
     for line, raw in enumerate((golden / "vllm-live" / "samples.jsonl").read_text().splitlines(), 1):
         sample = json.loads(raw)

@@ -96,7 +96,7 @@ def run(args) -> int:
         "name": args.dataset,
         "profile": profile_name,
         "tokenizer": tokenizer_spec,
-        "api_view": "sglang",
+        "api_view": "vllm" if args.engine == "vllm" else "sglang",  # a capture from a server is judged under its own view
         "source": (
             f"Captured with `tokfidelity capture --engine {args.engine}` from {args.model or args.url or 'the default model'}: "
             f"real model output ids, stop token included; sampling seed {args.seed}, temperature {args.temperature}, "

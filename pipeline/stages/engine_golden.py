@@ -41,12 +41,15 @@ def _natural(sample_id) -> tuple[list, str]:
     return [(0, int(part), "") if part.isdecimal() else (1, 0, part) for part in re.split(r"(\d+)", text)], text
 
 
+DEFAULT_VIEW = "sglang"  # a record generate wrote without --view-for
+
+
 def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.PathLike | str, name: str | None = None,
                             *, max_known_divergence_rate: float = 0.0) -> EngineGoldenResult:
     generate_dir, dataset_dir = Path(generate_dir), Path(dataset_dir)
     run = json.loads(read_input(generate_dir / RUN_FILE).decode("utf-8"))
     load_finished(generate_dir / RECORDS_FILE)  # checks every line (and cuts a torn last one) before reading
-    samples, left_out = [], 0
+    samples, left_out, views = [], 0, set()
     with open(generate_dir / RECORDS_FILE, encoding="utf-8") as f:
         for line in f:
             record = json.loads(line)
@@ -61,11 +64,13 @@ def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.Pat
             sample.update(output_ids=record["output_ids"], finish_reason=record["finish_reason"],
                           response=response_message(record["response"]))
             samples.append(sample)
+            views.add(record.get("view") or DEFAULT_VIEW)
     manifest = {
         "name": name or dataset_dir.name,
         "profile": run["profile"],
         "tokenizer": run.get("tokenizer_spec") or run["tokenizer"],
-        "api_view": "sglang",
+        # the view each record was generated under (generate --view-for), else SGLang's
+        **({"api_views": sorted(views)} if len(views) > 1 else {"api_view": next(iter(views), DEFAULT_VIEW)}),
         "source": (f"Engine-returned ids of `tokfidelity generate` records ({generate_dir.name}): model {run.get('model')!r} "
                    f"at {run.get('base_url')}; output ids and prompt ids as the server returned them, response text as it sent it."),
         "max_known_divergence_rate": max_known_divergence_rate,
