@@ -202,30 +202,17 @@ class DatasetRun:
     def before_fork(self) -> None:
         """Load here what each forked judge would otherwise load for itself: transformers' template
         renderer (about 1.1-1.5 s of CPU to import) and the compiled chat template, when prompts are judged
-        and the first sample records prompt_ids. It needs no index: a lone run imports while its golden files
-        are still being indexed in another process (session.py)."""
+        and the first sample records prompt_ids."""
         judge = self._setup[0] if self._setup is not None else None
-        if judge is None or judge.prompts is None or judge.profile.spec.prompt_renderer != "template":
+        if judge is None or judge.prompts is None or judge.profile.spec.prompt_renderer != "template" or not len(self.index):
             return
-        if self._first_line_has_prompt_ids():
+        if getattr(self.index.read(0, self.fd), "prompt_ids", None) is not None:
             from pipeline.core.render import RenderError, renderer_for
 
             try:
                 renderer_for(judge.tokenizer)  # transformers imported and the template compiled, once
             except (RenderError, ImportError, SyntaxError, ValueError):  # each sample's prompt verdict says why
                 pass
-
-    def _first_line_has_prompt_ids(self) -> bool:
-        """Whether the first sample's line names prompt_ids (read as bytes: a mention elsewhere in the line
-        only costs an import that was not needed)."""
-        try:
-            with open(self.dir / SAMPLES_FILE, "rb") as f:
-                for line in f:
-                    if line.strip():
-                        return b'"prompt_ids"' in line
-        except OSError:  # the index reports it
-            pass
-        return False
 
     @property
     def stored(self) -> set[str]:

@@ -89,11 +89,10 @@ class Prefetcher:
         self.pool = ThreadJudges(self.judges, lambda d, positions, began: datasets[d].judge_positions(positions, began))
 
     def _schedule(self, ds, todo: list[int]) -> None:
-        if self.pool is None:
-            for d in self.datasets:
-                d.before_fork()  # what every judge needs, loaded once (dataset.py), while the index may still be built
         ds.index, ds.fd  # opened here, once, before the judges read them
         if self.pool is None:
+            for d in self.datasets:
+                d.before_fork()  # what every judge needs, loaded once (dataset.py)
             self._start()
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]

@@ -251,16 +251,11 @@ def test_a_judged_chunk_gives_each_sample_the_verdict_it_gets_judged_alone(tmp_p
     ds.close()
 
 
-def test_the_renderer_is_compiled_before_the_judges_fork_without_waiting_for_the_index(tmp_path):
-    """A lone run's judges inherit transformers' renderer and the compiled template (dataset.before_fork),
-    loaded while the golden files are still being indexed elsewhere: it reads only the first line. A
-    dataset without prompt_ids compiles nothing."""
+def test_the_renderer_is_compiled_before_the_judges_fork(tmp_path):
+    """A lone run's judges inherit transformers' renderer and the compiled template (dataset.before_fork);
+    a dataset without prompt_ids compiles nothing."""
     from pipeline.core import render
     from pytest_tokfidelity.dataset import DatasetRun
-
-    class IndexNotReady:
-        def result(self):
-            raise AssertionError("before_fork waited for the index")
 
     b3 = list(golden_lines("B3_magicoder").values())
     with_prompts = write_dataset(tmp_path / "golden" / "P1", golden_manifest("B3_magicoder"), b3[:3])
@@ -269,10 +264,10 @@ def test_the_renderer_is_compiled_before_the_judges_fork_without_waiting_for_the
     render._renderer.cache_clear()
     for path, compiled in ((without, 0), (with_prompts, 1)):
         ds = DatasetRun(0, path, None, None)
-        ds.indexed_elsewhere = IndexNotReady()
         assert ds.setup()[1] is None
         ds.before_fork()
         assert render._renderer.cache_info().currsize == compiled, path.name
+        ds.close()
     assert render.renderer_for(ds.setup()[0].tokenizer) is render.renderer_for(ds.setup()[0].tokenizer)
 
 

@@ -37,7 +37,7 @@ from .template_adapter import Prepared, TemplateRenderer
 from .tokenizer import Tokenizer
 from .watchdog import TimeLimitExceeded, time_limit
 
-__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "render_prepared", "prepare", "renderer_for", "render_with", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "prepare", "renderer_for", "render_with", "render_prompt", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -233,12 +233,6 @@ def render_text(messages: Sequence[Mapping], tools: Sequence | None, profile: Pr
     tokenizer's bos_token, eos_token... offered to the template, then the call's variables."""
     check_messages(messages)
     tools, kwargs = template_inputs(tools, profile, chat_template_kwargs)
-    return render_prepared(messages, tools, kwargs, tokenizer, add_generation_prompt)
-
-
-def render_prepared(messages: Sequence[Mapping], tools: list | None, kwargs: Mapping[str, Any], tokenizer: Tokenizer,
-                    add_generation_prompt: bool = True) -> str:
-    """``render_text`` after ``template_inputs``: the messages checked by the caller."""
     return render_with(messages, prepare(tools, kwargs, tokenizer), tokenizer, add_generation_prompt)
 
 
