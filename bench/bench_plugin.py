@@ -14,6 +14,8 @@ small pool in half of them, and in 60% a tool set drawn from B1's real tool sets
 the family's own template renders (Kimi K2.5: tools declared in TypeScript, as its tokenizer does), and the
 suite renders and checks each one. The raw baseline encodes the prompt texts too (special tokens allowed,
 as the engine), and ``--modes lone-prompts-off`` runs the suite without its prompt verdicts.
+``--modes lone-diverging`` runs it on a copy whose every sample has a wrong stop id (every sample fails
+with its diagnosis; pytest's failure summary included), for the cost of a run where a whole dataset fails.
 
 Qwen3 samples are ``<think>`` reasoning ``</think>`` content ``<|im_end|>``; DeepSeek-V3's are content
 (prose, then code) and ``<｜end▁of▁sentence｜>``.
@@ -250,15 +252,15 @@ class Run:
     out: str
 
 
-def pytest_run(golden: Path, state: Path, *extra: str) -> Run:
-    """One whole pytest run, measured."""
+def pytest_run(golden: Path, state: Path, *extra: str, fails: bool = False) -> Run:
+    """One whole pytest run, measured (``fails``: a run expected to fail its tests, exit status 1)."""
     stats = state.parent / f"{state.name}.stats.json"
     cmd = [sys.executable, "-c", _WRAPPER, str(stats), "-q", "-p", "no:cacheprovider", "--tokfidelity-dataset=BENCH",
            f"--tokfidelity-golden-dir={golden}", f"--tokfidelity-state-dir={state}", *extra]
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=golden.parent, capture_output=True, text=True)
     wall = time.perf_counter() - t
-    if proc.returncode != 0:
+    if proc.returncode != (1 if fails else 0):
         sys.exit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     got = json.loads(stats.read_text())
     return Run(wall, got["cpu"], got["children_cpu"], got["rss_mb"], proc.stdout)
@@ -363,7 +365,26 @@ def pytest_per_test(tmp: Path, n: int, extra: list[str]) -> str:
     return f"pytest's own cost per test, {n:,} empty tests, CPU of the controlling process: " + "; ".join(out)
 
 
-MODES = {"lone": (), "n2": ("-n", "2"), "lone-prompts-off": ("--tokfidelity-prompts=off",)}
+MODES = {"lone": (), "n2": ("-n", "2"), "lone-prompts-off": ("--tokfidelity-prompts=off",), "lone-diverging": ()}
+DIVERGING = {"lone-diverging"}  # modes run on diverging_copy(): every sample fails, with its diagnosis
+
+
+def diverging_copy(golden: Path, tok, family: str) -> Path:
+    """The dataset with every sample's stop id replaced by an ordinary token (the founding bug: 163533
+    'chas' for Kimi's 163586), so that every sample fails with its diagnosis: what a run where a whole
+    dataset fails costs, pytest's failure summary included."""
+    stop = bind_profile(family, tok).stop_id
+    wrong = tok.encode_ordinary("chas")[0]
+    target = golden.parent / "golden-diverging"
+    write_dataset(target / "BENCH", json.loads((golden / "BENCH" / "manifest.json").read_text()), [])
+    with open(golden / "BENCH" / "samples.jsonl", encoding="utf-8") as f, \
+            open(target / "BENCH" / "samples.jsonl", "w", encoding="utf-8") as out:
+        for line in f:
+            sample = json.loads(line)
+            if sample["output_ids"][-1] == stop:
+                sample["output_ids"][-1] = wrong
+            out.write(json.dumps(sample, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return target
 
 
 def main() -> int:
@@ -409,6 +430,7 @@ def main() -> int:
         if not args.goal_only:
             print(judge_breakdown(dataset, args.family))
             print(pytest_per_test(tmp, args.samples, extra))
+        goldens = {mode: diverging_copy(golden, tok, args.family) if mode in DIVERGING else golden for mode in modes}
         results: dict[str, list[Run]] = {mode: [] for mode in modes}
         raws: list[tuple[float, float]] = []  # per round, when interleaved
         for i in range(args.repeat):
@@ -416,7 +438,7 @@ def main() -> int:
                 raws.append(raw_encode_seconds(tok, texts, passes=1))
                 print(f"round {i + 1}: raw encode {raws[-1][0]:.2f} s wall ({n_tokens / raws[-1][0]:,.0f} tokens/s)")
             for mode in modes:
-                results[mode].append(pytest_run(golden, tmp / f"state-{mode}-{i}", *MODES[mode], *extra))
+                results[mode].append(pytest_run(goldens[mode], tmp / f"state-{mode}-{i}", *MODES[mode], *extra, fails=mode in DIVERGING))
                 if interleaved:
                     print(f"round {i + 1}: pytest {' '.join(MODES[mode]) or '(one process)'} {results[mode][-1].wall:.2f} s "
                           f"= {results[mode][-1].wall / raws[-1][0]:.2f}x that round's raw encode")
@@ -430,7 +452,8 @@ def main() -> int:
             lines = runs[-1].out.splitlines()
             summary = next((line for line in lines if line.startswith("BENCH:")), "")
             prompts = next((line.strip() for line in lines if line.startswith("  prompts:")), "")
-            print(f"pytest {' '.join(MODES[mode]) or '(one process)'}: {describe(runs, raw, raw_cpu)}")
+            print(f"pytest {' '.join(MODES[mode]) or '(one process)'}{' (every sample diverging)' if mode in DIVERGING else ''}: "
+                  f"{describe(runs, raw, raw_cpu)}")
             print(f"  {summary}\n  {prompts}")
             ratios[mode] = statistics.median(
                 run.wall / (raws[i][0] if interleaved else raw) for i, run in enumerate(runs)

@@ -4,7 +4,9 @@ collection.py) relies on beyond pytest's public API.
 - the plugin names of pytest's own implementations of a test's phase hooks (``HookImpl.plugin_name``),
   by which protocol.py knows that skipping those phases for an exact sample changes nothing;
 - ``TestReport``'s constructor, called with keywords as pytest's ``TestReport.from_item_and_call`` does;
-- ``Item.location``, a cached property that collection.py fills for each sample as pytest would.
+- ``Item.location``, a cached property that collection.py fills for each sample as pytest would;
+- ``TerminalReporter._get_teardown_reports``, replaced for the run by an index that gives the same
+  answers (``index_teardown_reports``): pytest's own scan makes a run where most samples fail quadratic.
 
 Checked against pytest ``CHECKED_VERSION`` (tests/test_library_adapters.py fails on any other
 version, so an upgrade is looked at). On any other version at run time the plugin warns once and
@@ -18,7 +20,10 @@ from typing import Any
 
 import pytest
 
-__all__ = ["CHECKED_VERSION", "internals_checked", "phase_hooks_inert", "passed_report", "failed_report", "share_location"]
+__all__ = [
+    "CHECKED_VERSION", "internals_checked", "phase_hooks_inert", "passed_report", "failed_report", "share_location",
+    "index_teardown_reports", "TeardownIndex",
+]
 
 CHECKED_VERSION = "9.2.0"
 
@@ -62,3 +67,39 @@ def share_location(items: list) -> None:
     where, line, _ = items[0].location
     for item in items[1:]:
         item.location = (where, line, item.name)
+
+
+def index_teardown_reports(config: pytest.Config) -> None:
+    """Make pytest's failure summary linear in the number of failures, for this run.
+
+    After each failed test's traceback the summary prints what that test wrote during teardown, and
+    ``TerminalReporter._get_teardown_reports`` finds its teardown report by scanning every passed setup
+    and teardown report of the run: quadratic. When every sample fails (a wrong stop id fails them all),
+    6,000 samples spent about 2 minutes in it after the last test, and 40,000 would spend hours
+    (``bench/bench_plugin.py --modes lone-diverging``). ``TeardownIndex`` answers the same from an index
+    built once. The checked pytest only; another keeps its own scan."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if pytest.__version__ == CHECKED_VERSION and reporter is not None and hasattr(reporter, "_get_teardown_reports"):
+        reporter._get_teardown_reports = TeardownIndex(reporter)
+
+
+class TeardownIndex:
+    """``TerminalReporter._get_teardown_reports(node_id)``: the teardown reports among ``getreports("")``
+    whose ``id`` is ``node_id``, in order, from an index of them by id (made again when reports were added)."""
+
+    def __init__(self, reporter: Any):
+        self.reporter = reporter
+        self.indexed = -1  # how many setup and teardown reports the index was made from
+        self.by_id: dict[Any, list] = {}
+        self.builds = 0  # indexes made (tests read it)
+
+    def __call__(self, node_id: Any) -> list:
+        count = len(self.reporter.stats.get("", ()))
+        if count != self.indexed:
+            by_id: dict[Any, list] = {}
+            for report in self.reporter.getreports(""):
+                if report.when == "teardown":
+                    by_id.setdefault(report.id, []).append(report)
+            self.by_id, self.indexed = by_id, count
+            self.builds += 1
+        return list(self.by_id.get(node_id, ()))

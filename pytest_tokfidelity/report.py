@@ -26,7 +26,7 @@ from .selection import dataset_file, file_nodeid, selects_tests
 from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
 from .sharding import rates_deferred, shard_size, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
-from .pytest_adapter import failed_report
+from .pytest_adapter import failed_report, index_teardown_reports
 from .summary import plural, shown, summary_lines
 
 __all__ = ["RunReport", "GATE_TEST"]
@@ -68,6 +68,9 @@ class RunReport:
         for key in ds.count_keys:
             total.merge(self.counts[key])
         return total
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        index_teardown_reports(self.config)  # pytest's failure summary made linear (pytest_adapter.py)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = next((value for key, value in report.user_properties if key == PROPERTY), None)

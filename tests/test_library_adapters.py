@@ -108,7 +108,7 @@ def test_pytest_and_syrupy_are_the_versions_the_plugin_adapters_were_checked_aga
 
 def test_no_private_reach_into_pytest_xdist_or_syrupy_outside_the_plugin_adapters():
     reaches = {
-        r"\.plugin_name\b|get_hookimpls\(|TestReport\(|\.location\s*=(?!=)": "pytest_adapter.py",
+        r"\.plugin_name\b|get_hookimpls\(|TestReport\(|\.location\s*=(?!=)|_get_teardown_reports": "pytest_adapter.py",
         r"\._syrupy\b": "snapshots.py",
         r"\.torun\b|nextitem_index|WorkerInteractor": "xdist_adapter.py",
     }
