@@ -76,8 +76,9 @@ def index_teardown_reports(config: pytest.Config) -> None:
     ``TerminalReporter._get_teardown_reports`` finds its teardown report by scanning every passed setup
     and teardown report of the run: quadratic. When every sample fails (a wrong stop id fails them all),
     6,000 samples spent about 2 minutes in it after the last test, and 40,000 would spend hours
-    (``bench/bench_plugin.py --modes lone-diverging``). ``TeardownIndex`` answers the same from an index
-    built once. The checked pytest only; another keeps its own scan."""
+    (``bench/bench_plugin.py --modes lone-diverging``); ``-rA`` runs the same lookup for every passed test.
+    ``TeardownIndex`` answers the same from an index built once. The checked pytest only; another keeps
+    its own scan."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if pytest.__version__ == CHECKED_VERSION and reporter is not None and hasattr(reporter, "_get_teardown_reports"):
         reporter._get_teardown_reports = TeardownIndex(reporter)
