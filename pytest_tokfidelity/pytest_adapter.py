@@ -92,7 +92,6 @@ class TeardownIndex:
         self.reporter = reporter
         self.indexed = -1  # how many setup and teardown reports the index was made from
         self.by_id: dict[Any, list] = {}
-        self.builds = 0  # indexes made (tests read it)
 
     def __call__(self, node_id: Any) -> list:
         count = len(self.reporter.stats.get("", ()))
@@ -102,5 +101,4 @@ class TeardownIndex:
                 if report.when == "teardown":
                     by_id.setdefault(report.id, []).append(report)
             self.by_id, self.indexed = by_id, count
-            self.builds += 1
         return list(self.by_id.get(node_id, ()))
