@@ -9,6 +9,7 @@ spend about 2 minutes after the last test (bench/bench_plugin.py --modes lone-di
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
@@ -92,10 +93,13 @@ def test_the_failure_summary_is_pytests_own_with_one_scan_of_the_reports(pyteste
     assert indexed_scans == 1
 
 
-def test_a_fidelity_run_uses_the_index_and_a_run_without_the_suite_does_not(pytester, monkeypatch):
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["lone", "xdist"])
+def test_a_fidelity_run_uses_the_index_and_a_run_without_the_suite_does_not(pytester, monkeypatch, xdist):
     probe = pytester.path / "probe.txt"
     pytester.makepyfile(index_probe=(
         "def pytest_unconfigure(config):\n"
+        "    if hasattr(config, 'workerinput'):\n"
+        "        return\n"
         "    reporter = config.pluginmanager.get_plugin('terminalreporter')\n"
         f"    open({str(probe)!r}, 'w').write(type(reporter._get_teardown_reports).__name__)\n"
     ))
@@ -104,7 +108,12 @@ def test_a_fidelity_run_uses_the_index_and_a_run_without_the_suite_does_not(pyte
         {"id": f"chas{i}", "output_ids": kimi_ids("Think.", f"Done {i}.", stop=CHAS), "finish_reason": "stop"} for i in range(4)
     ]
     make_dataset(pytester.path, "F1_wrong_stop", samples)
-    result = run(pytester, "-p", "index_probe", "--tokfidelity-dataset=F1")
+    if xdist:  # the controller prints the summary: its reporter gets the index
+        monkeypatch.setenv("PYTHONPATH", f"{pytester.path}:{':'.join(sys.path)}")
+        result = pytester.runpytest_subprocess("-p", "no:randomly", f"--tokfidelity-state-dir={pytester.path / 'state'}",
+                                               "-p", "index_probe", "--tokfidelity-dataset=F1", *xdist)
+    else:
+        result = run(pytester, "-p", "index_probe", "--tokfidelity-dataset=F1")
     result.assert_outcomes(passed=3 + 3, failed=4 + 1)  # the samples with a wrong stop id, and test_stop_tokens
     assert probe.read_text() == "TeardownIndex"
     out = result.stdout.str()
