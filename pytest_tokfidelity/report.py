@@ -217,12 +217,13 @@ class RunReport:
                     gate_note = write_shard(self, ds, shard, counts, decision, tally, state_dir, args, pins)
                 else:
                     gate_note = self._gate(ds, counts, decision, state_dir, args, pins)
-            except OSError as e:  # a read-only or full state dir: said, and the run fails (no record means no gate)
+                said = gate_note
+            except OSError as e:  # a read-only or full state dir: said once, on the FAILED line, and the run fails
                 gate_note = f"gate record NOT written: {os_error_message(e)}"
                 decision = dataclasses.replace(decision, problems=(*decision.problems, gate_note))
+                said = "NOT written (the FAILED line above says why)"
             if decision.problems and not tally["failed"]:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            said = "NOT written (the FAILED line above says why)" if gate_note in decision.problems else gate_note
             self.summary_lines += self._summary(ds, counts, span, said, decision)
             self.outcomes[ds.name] = {"gate": gate_note, "problems": list(decision.problems), "wall": span}
         if self.session.results is not None:

@@ -35,10 +35,12 @@ __all__ = [
     "MANIFEST_FILE",
     "SAMPLES_FILE",
     "FORMAT_VERSION",
+    "DEFAULT_VIEW",
 ]
 
 MANIFEST_FILE = "manifest.json"
 SAMPLES_FILE = "samples.jsonl"
+DEFAULT_VIEW = "sglang"  # the API view of a manifest that names none (api_view)
 # The golden format version this code reads: every version from 1 up to it. A manifest says its own
 # in "format" (1 when absent); a change that readers of an older version would misread raises it.
 FORMAT_VERSION = 1
@@ -57,7 +59,7 @@ class Manifest:
     profile: str
     tokenizer: str  # a hub id, a folder name under TOKFIDELITY_TOKENIZERS, or a path
     source: str
-    api_view: str = "sglang"  # the first of ``views``
+    api_view: str = DEFAULT_VIEW  # the first of ``views``
     api_views: tuple[str, ...] = ()  # ``api_views`` when the manifest lists several (empty: ``api_view`` alone)
     max_known_divergence_rate: float = 0.0  # share of samples that may pass as known divergences
     accept: Mapping[str, float] = field(default_factory=dict)  # class -> max hunks per token, by policy
@@ -141,7 +143,7 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
         profile=values["profile"],
         tokenizer=values["tokenizer"],
         source=values.get("source", ""),
-        api_view=(values.get("api_views") or (values.get("api_view", "sglang"),))[0],
+        api_view=(values.get("api_views") or (values.get("api_view", DEFAULT_VIEW),))[0],
         api_views=values.get("api_views") or (),
         max_known_divergence_rate=values.get("max_known_divergence_rate", 0.0),
         accept=values.get("accept", {}),
@@ -210,7 +212,7 @@ def _view_problem(view: Any, raw: Mapping) -> str | None:
 
 
 def _view_name(raw: Mapping, path: Path) -> str:
-    api_view = raw.get("api_view", "sglang")
+    api_view = raw.get("api_view", DEFAULT_VIEW)
     if (problem := _view_problem(api_view, raw)) is not None:
         raise GoldenError(path, 0, "api_view", problem)
     return api_view

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.files import read_input
-from ..core.golden import write_dataset
+from ..core.golden import DEFAULT_VIEW, write_dataset
 from .capture.chat_engine import response_message
 from .generate import RECORDS_FILE, RUN_FILE, USABLE_ENGINE_CHECKS, load_finished
 
@@ -39,9 +39,6 @@ def _natural(sample_id) -> tuple[list, str]:
     """``p2`` before ``p10``: digit runs compare as numbers, the rest as text; ties (``p1``, ``p01``) by the id itself."""
     text = str(sample_id)
     return [(0, int(part), "") if part.isdecimal() else (1, 0, part) for part in re.split(r"(\d+)", text)], text
-
-
-DEFAULT_VIEW = "sglang"  # a record generate wrote without --view-for
 
 
 def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.PathLike | str, name: str | None = None,
@@ -64,7 +61,7 @@ def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.Pat
             sample.update(output_ids=record["output_ids"], finish_reason=record["finish_reason"],
                           response=response_message(record["response"]))
             samples.append(sample)
-            views.add(record.get("view") or DEFAULT_VIEW)
+            views.add(record.get("view") or DEFAULT_VIEW)  # no view: generate ran without --view-for
     manifest = {
         "name": name or dataset_dir.name,
         "profile": run["profile"],
