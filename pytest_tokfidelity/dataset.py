@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.core.fidelity import EXACT, Judge, Verdict
-from pipeline.core.golden import MANIFEST_FILE, SAMPLES_FILE, GoldenError, GoldenSample, Manifest, load_manifest
+from pipeline.core.golden import DEFAULT_VIEW, MANIFEST_FILE, SAMPLES_FILE, GoldenError, GoldenSample, Manifest, load_manifest
 from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes
 
 from .index import SampleIndex
@@ -135,7 +135,7 @@ class DatasetRun:
     @property
     def views(self) -> tuple[str, ...]:
         """The views each sample is judged under: --tokfidelity-view's, else the manifest's."""
-        return self.view_override or (self.manifest.views if self.manifest else ("sglang",))
+        return self.view_override or (self.manifest.views if self.manifest else (DEFAULT_VIEW,))
 
     @property
     def view(self) -> str:
