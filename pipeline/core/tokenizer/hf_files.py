@@ -1,4 +1,4 @@
-"""Hugging Face tokenizers: ``tokenizer.json``, ``vocab.json`` + ``merges.txt``, and the tokenizer inside a GGUF file."""
+"""Hugging Face tokenizers: ``tokenizer.json``, ``vocab.json`` + ``merges.txt`` (GGUF files: ``gguf_files``)."""
 
 from __future__ import annotations
 
@@ -164,55 +164,3 @@ def _load_hf_folder(folder: Path) -> HFTokenizer:
     if config_file.exists():
         files.append(config_file)
     return HFTokenizer(folder.name, str(folder), files, tok, _added_tokens(tok, config_file))
-
-
-def _gguf_cache_dir(path: Path) -> Path:
-    """Where the tokenizer rebuilt from a GGUF file is kept, keyed by the file's sha256."""
-    root = cache_root()
-    with open_input(path) as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    return root / "gguf-tokenizers" / digest[:32]
-
-
-def _load_gguf(path: Path) -> HFTokenizer:
-    """The tokenizer inside a GGUF file, rebuilt by transformers, plus llama.cpp's digit pre-split.
-
-    Rebuilding takes seconds (transformers parses the whole file), so the result is cached as a
-    tokenizer.json keyed by the GGUF's sha256; later loads read only that.
-    """
-    from tokenizers import Tokenizer as RustTokenizer
-
-    cache = _gguf_cache_dir(path)
-    cached = cache / "tokenizer.json"
-    if cached.exists():
-        tok = RustTokenizer.from_file(str(cached))
-    else:
-        tok = _rebuild_gguf_tokenizer(path)
-        cache.mkdir(parents=True, exist_ok=True)
-        with atomic_path(cached) as tmp:
-            tok.save(str(tmp))
-    # What is loaded is the rebuilt tokenizer.json as much as the GGUF: both are fingerprinted.
-    return HFTokenizer(path.stem, str(path), [path, cached], tok, _added_tokens(tok, None))
-
-
-def _rebuild_gguf_tokenizer(path: Path):
-    import gguf
-    from tokenizers import pre_tokenizers
-    from transformers import AutoTokenizer
-
-    from ..model_files import transformers_source
-
-    reader = gguf.GGUFReader(str(path))
-    field = reader.fields.get("tokenizer.ggml.pre")
-    pre = bytes(field.parts[field.data[0]]).decode() if field is not None else ""
-    with transformers_source(path) as (folder, kwargs):  # the GGUF alone: nothing beside it is read or run
-        hf = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
-    tok = hf.backend_tokenizer
-    if pre in _GGUF_DIGIT_SPLIT_PRE:
-        # transformers drops llama.cpp's per-digit split for these vocabularies; put it back.
-        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), tok.pre_tokenizer])
-    return tok
-
-
-# llama.cpp pre-tokenizer names whose regex splits every digit on its own.
-_GGUF_DIGIT_SPLIT_PRE = {"smollm", "starcoder", "refact", "command-r"}

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from .base import Tokenizer, TokenizerNotFound
-from .hf_files import _load_gguf, _load_hf_folder
+from .gguf_files import load_gguf
+from .hf_files import _load_hf_folder
 from .openai_encodings import ENCODING_FILES, cached_encoding_file
 from .tiktoken_files import DERIVED_TIKTOKEN_ENCODINGS, _derived_encoding_path, _load_kimi_tiktoken, _load_openai_tiktoken
 
@@ -26,7 +27,7 @@ def _load_path(path: Path) -> Tokenizer:
         return _load_openai_tiktoken(path.parent / f"{DERIVED_TIKTOKEN_ENCODINGS[path.name]}.tiktoken", path.name)
     if path.is_file():
         if path.suffix == ".gguf":
-            return _load_gguf(path)
+            return load_gguf(path)
         if path.suffix == ".tiktoken":
             return _load_openai_tiktoken(path)
         if path.name == "tiktoken.model":
@@ -43,7 +44,7 @@ def _load_path(path: Path) -> Tokenizer:
         return _load_openai_tiktoken(tiktoken_files[0])
     ggufs = sorted(path.glob("*.gguf"))
     if len(ggufs) == 1:
-        return _load_gguf(ggufs[0])
+        return load_gguf(ggufs[0])
     raise ValueError(
         f"{path}: no tokenizer files found (looked for tiktoken.model, tokenizer.json, vocab.json + merges.txt, "
         "one *.tiktoken or one *.gguf)"
