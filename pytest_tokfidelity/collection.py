@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .pytest_adapter import CHECKED_VERSION, share_location
+from .pytest_adapter import internals_checked, share_location
 
 __all__ = [
     "SAMPLE_TEST", "GATE_TEST", "PROPERTY", "FIRST_CHECKS", "LAST_CHECKS", "DatasetFile", "SampleItem", "CheckItem", "sample_item_name",
@@ -81,7 +81,7 @@ class DatasetFile(pytest.File):
         finally:
             if collecting:
                 gc.enable()
-        if samples and pytest.__version__ == CHECKED_VERSION:
+        if samples and internals_checked():
             # pytest's Item.location (a cached property) makes each item's path relative to the rootdir,
             # 12 us a test, 0.5 s at 40,000 samples; every sample shares the first one's path and
             # reportinfo's line 0, so the others get that answer cached as it would cache its own.

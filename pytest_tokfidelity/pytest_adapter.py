@@ -8,9 +8,9 @@ collection.py) relies on beyond pytest's public API.
 - ``TerminalReporter._get_teardown_reports``, replaced for the run by an index that gives the same
   answers (``index_teardown_reports``): pytest's own scan makes a run where most samples fail quadratic.
 
-Checked against pytest ``CHECKED_VERSION`` (tests/test_library_adapters.py fails on any other
-version, so an upgrade is looked at). On any other version at run time the plugin warns once and
-takes pytest's own path for every test: slower, never different.
+Checked against the pytest releases in ``CHECKED``. Outside them ``self_test`` decides
+(``pipeline.core.checked_versions``): passed, this fast path is used; failed, every test takes
+pytest's own path (slower, never different). The run says which in one line.
 """
 
 from __future__ import annotations
@@ -20,23 +20,41 @@ from typing import Any
 
 import pytest
 
+from pipeline.core.checked_versions import CheckedRange, usable
+
 __all__ = [
-    "CHECKED_VERSION", "internals_checked", "phase_hooks_inert", "passed_report", "failed_report", "share_location",
+    "CHECKED", "self_test", "internals_checked", "phase_hooks_inert", "passed_report", "failed_report", "share_location",
     "index_teardown_reports", "TeardownIndex",
 ]
 
-CHECKED_VERSION = "9.2.0"
+CHECKED = CheckedRange("pytest", "pytest_tokfidelity/pytest_adapter.py", "9.2.0", "9.2.0")
 
 
-def internals_checked(config: pytest.Config) -> bool:
-    """Is the running pytest the one these internals were checked with? Once per run (at configure),
-    a warning when not."""
-    if pytest.__version__ == CHECKED_VERSION:
-        return True
-    config.issue_config_time_warning(pytest.PytestWarning(
-        f"tokfidelity: pytest {pytest.__version__} is not the version its fast path was checked with ({CHECKED_VERSION}); "
-        "every sample runs through pytest's own protocol (slower, same results)"), stacklevel=2)
-    return False
+def internals_checked(config: pytest.Config | None = None) -> bool:
+    """May these internals be used with the running pytest? (Decided once per process.)"""
+    return usable(CHECKED, self_test)
+
+
+def self_test() -> None:
+    """Raise unless every internal this module uses is there, in the shape it uses."""
+    import functools
+    import inspect
+
+    from _pytest.nodes import Item
+    from _pytest.terminal import TerminalReporter
+    from pluggy import HookImpl
+
+    wanted = {"nodeid", "location", "keywords", "outcome", "longrepr", "when", "sections", "duration", "start", "stop",
+              "user_properties"}
+    missing = wanted - set(inspect.signature(pytest.TestReport.__init__).parameters)
+    if missing:
+        raise AssertionError(f"TestReport() takes no {sorted(missing)}")
+    if not isinstance(inspect.getattr_static(Item, "location"), functools.cached_property):
+        raise AssertionError("Item.location is no longer a cached property")
+    if not callable(getattr(TerminalReporter, "_get_teardown_reports", None)):
+        raise AssertionError("TerminalReporter has no _get_teardown_reports")
+    if "plugin_name" not in inspect.getsource(HookImpl):
+        raise AssertionError("pluggy's HookImpl keeps no plugin_name")
 
 
 def phase_hooks_inert(hook: Any, names: tuple[str, ...], inert: frozenset[str]) -> bool:
@@ -80,7 +98,7 @@ def index_teardown_reports(config: pytest.Config) -> None:
     ``TeardownIndex`` answers the same from an index built once. The checked pytest only; another keeps
     its own scan."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if pytest.__version__ == CHECKED_VERSION and reporter is not None and hasattr(reporter, "_get_teardown_reports"):
+    if internals_checked() and reporter is not None and hasattr(reporter, "_get_teardown_reports"):
         reporter._get_teardown_reports = TeardownIndex(reporter)
 
 

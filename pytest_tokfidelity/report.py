@@ -70,6 +70,12 @@ class RunReport:
         return total
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .adapter_notes import adapter_notes
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        for line in adapter_notes():  # one line per adapter outside its checked releases; none when locked
+            if reporter is not None:
+                reporter.write_line(line)
         index_teardown_reports(self.config)  # pytest's failure summary made linear (pytest_adapter.py)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

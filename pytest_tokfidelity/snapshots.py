@@ -21,7 +21,9 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.amber import AmberDataSerializer, AmberSnapshotExtension
 from syrupy.location import PyTestLocation
 
-__all__ = ["snapshot_key", "DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED_SYRUPY_VERSION", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
+from pipeline.core.checked_versions import CheckedRange, usable
+
+__all__ = ["snapshot_key", "DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED", "self_test", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
 
 SNAPSHOT_DIRNAME = "__snapshots__"
 SNAPSHOT_BASENAME = "fidelity"
@@ -118,30 +120,32 @@ def snapshot_assertion(item) -> SnapshotAssertion:
     )
 
 
-CHECKED_SYRUPY_VERSION = "7.0.2"  # the syrupy whose private config._syrupy this module reads
-_warned: list[str] = []
+CHECKED = CheckedRange("syrupy", "pytest_tokfidelity/snapshots.py", "7.0.2", "7.0.2")
 
 
-@functools.lru_cache(maxsize=1)
-def _syrupy_version() -> str:
-    from importlib.metadata import version
+def self_test() -> None:
+    """Raise unless syrupy still keeps its session on ``config._syrupy`` and builds assertions as here."""
+    import inspect
 
-    return version("syrupy")
+    from syrupy import session as syrupy_sessions
+
+    import syrupy
+
+    if "config._syrupy" not in inspect.getsource(syrupy):
+        raise AssertionError("syrupy no longer keeps its session on config._syrupy")
+    if not hasattr(syrupy_sessions, "SnapshotSession"):
+        raise AssertionError("syrupy.session has no SnapshotSession")
+    missing = {"update_snapshots", "extension_class", "test_location", "session"} - set(
+        inspect.signature(SnapshotAssertion).parameters)
+    if missing:
+        raise AssertionError(f"SnapshotAssertion() takes no {sorted(missing)}")
 
 
 def syrupy_session(config):
-    """syrupy's session, which it keeps on ``config._syrupy`` (private: checked against syrupy
-    ``CHECKED_SYRUPY_VERSION``, tests/test_library_adapters.py). On another version: a warning once;
-    without it, an error saying which syrupy to install instead of an AttributeError."""
-    installed = _syrupy_version()
-    if installed != CHECKED_SYRUPY_VERSION and not _warned:
-        _warned.append(installed)
-        import warnings
-
-        warnings.warn(f"tokfidelity: syrupy {installed} is not the version its snapshot adapter was checked with "
-                      f"({CHECKED_SYRUPY_VERSION})", stacklevel=2)
-    session = getattr(config, "_syrupy", None)
+    """syrupy's session, which it keeps on ``config._syrupy`` (private: the releases in ``CHECKED``;
+    outside them ``self_test`` decides). Without it, an error saying which syrupy to install."""
+    session = getattr(config, "_syrupy", None) if usable(CHECKED, self_test) else None
     if session is None:
-        raise RuntimeError(f"syrupy {installed} keeps no session on config._syrupy (checked with {CHECKED_SYRUPY_VERSION}): "
-                           f"reviewed divergences cannot be compared; install syrupy=={CHECKED_SYRUPY_VERSION}")
+        raise RuntimeError(f"tokfidelity's snapshot adapter does not work with the installed syrupy (checked with "
+                           f"{CHECKED.span()}): reviewed divergences cannot be compared; install syrupy=={CHECKED.newest}")
     return session

@@ -3,9 +3,9 @@
 An xdist worker's loop (``xdist.remote.WorkerInteractor``) keeps the indices of the items it was
 sent in ``torun`` (a ``TestQueue`` whose ``lock()`` yields a deque) and the one it is about to run
 in ``nextitem_index``. Judging ahead needs that queue; nothing public exposes it. Checked against
-pytest-xdist ``CHECKED_VERSION`` (tests/test_xdist_adapter.py fails on any other version, so an
-upgrade is looked at, not silently degraded). If the internals are not there at run time, the
-worker warns once, visibly, and judges each sample when its test runs.
+the pytest-xdist releases in ``CHECKED``; outside them ``self_test`` decides, and where it fails each
+sample is judged when its test runs (slower, same verdicts). If the internals are not there at run
+time after all, the worker warns once, visibly, and does the same.
 """
 
 from __future__ import annotations
@@ -15,9 +15,23 @@ from typing import Any
 
 import pytest
 
-__all__ = ["CHECKED_VERSION", "XdistQueue", "XdistChanged", "worker_queue"]
+from pipeline.core.checked_versions import CheckedRange, usable
 
-CHECKED_VERSION = "3.8.0"
+__all__ = ["CHECKED", "self_test", "XdistQueue", "XdistChanged", "worker_queue"]
+
+CHECKED = CheckedRange("pytest-xdist", "pytest_tokfidelity/xdist_adapter.py", "3.8.0", "3.8.0")
+
+
+def self_test() -> None:
+    """Raise unless xdist's worker loop still keeps ``torun`` (with ``lock()``) and ``nextitem_index``."""
+    import inspect
+
+    from xdist import remote
+
+    source = inspect.getsource(remote.WorkerInteractor)
+    for name in ("self.torun", "nextitem_index", "def lock"):
+        if name not in source and name not in inspect.getsource(remote):
+            raise AssertionError(f"xdist.remote no longer has {name}")
 
 
 class XdistChanged(RuntimeError):
@@ -49,15 +63,17 @@ class XdistQueue:
                 pending = list(queue)
             nxt = interactor.nextitem_index
         except AttributeError as e:
-            raise XdistChanged(f"pytest-xdist {_version()} changed its worker queue ({e}); checked with {CHECKED_VERSION}") from None
+            raise XdistChanged(f"pytest-xdist {_version()} changed its worker queue ({e}); checked with {CHECKED.span()}") from None
         return [i for i in ([nxt] if isinstance(nxt, int) else []) + pending if isinstance(i, int)]
 
 
 def worker_queue(config: pytest.Config) -> XdistQueue | None:
     """The queue of this xdist worker (None when the worker loop is not found, with a warning)."""
+    if not usable(CHECKED, self_test):
+        return None  # the run's note says why
     interactor = next((p for p in config.pluginmanager.get_plugins() if type(p).__name__ == "WorkerInteractor"), None)
     if interactor is None:
-        warnings.warn(f"tokfidelity: pytest-xdist {_version()} has no WorkerInteractor plugin (checked with {CHECKED_VERSION})", stacklevel=2)
+        warnings.warn(f"tokfidelity: pytest-xdist {_version()} has no WorkerInteractor plugin (checked with {CHECKED.span()})", stacklevel=2)
         return None
     return XdistQueue(interactor)
 

@@ -152,9 +152,9 @@ def test_another_pytest_version_keeps_pytests_own_scan(pytester, monkeypatch):
 
     reporter = Reporter()
     own = reporter._get_teardown_reports
-    monkeypatch.setattr(pytest_adapter, "CHECKED_VERSION", "0.0.0")
+    monkeypatch.setattr(pytest_adapter, "internals_checked", lambda config=None: False)
     pytest_adapter.index_teardown_reports(Config())
     assert reporter._get_teardown_reports == own
-    monkeypatch.setattr(pytest_adapter, "CHECKED_VERSION", pytest.__version__)
+    monkeypatch.setattr(pytest_adapter, "internals_checked", lambda config=None: True)
     pytest_adapter.index_teardown_reports(Config())
     assert type(reporter._get_teardown_reports) is pytest_adapter.TeardownIndex

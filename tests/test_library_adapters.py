@@ -1,6 +1,7 @@
-"""The private parts of other libraries we rely on, each behind one adapter, checked here against the
-versions they were written for. A new release fails these tests loudly (check the adapter, then raise
-its CHECKED_VERSION) instead of silently changing ids."""
+"""The private parts of other libraries we rely on, each behind one adapter that states the releases it
+was checked against (``CHECKED``) and a self-test. Here: every self-test holds on the installed
+release, the lock installs releases inside every range, and a release outside a range is said in one
+line and decided by the self-test, never by the version alone."""
 
 from __future__ import annotations
 
@@ -10,19 +11,47 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core import template_adapter
+from pipeline.core import checked_versions, template_adapter
 from pipeline.core.tokenizer import tiktoken_adapter, tokenizers_adapter
+from pytest_tokfidelity import pytest_adapter, snapshots, xdist_adapter
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTERS = {"tiktoken": tiktoken_adapter, "tokenizers": tokenizers_adapter, "transformers": template_adapter}
+EVERY_ADAPTER = [pytest_adapter, snapshots, xdist_adapter, template_adapter, tiktoken_adapter, tokenizers_adapter]
 
 
-@pytest.mark.parametrize("library", sorted(ADAPTERS))
-def test_installed_version_is_the_one_the_adapter_was_checked_against(library):
-    assert version(library) == ADAPTERS[library].CHECKED_VERSION, (
-        f"{library} {version(library)} is installed; {ADAPTERS[library].__name__} was checked against "
-        f"{ADAPTERS[library].CHECKED_VERSION}: re-check what it uses, then update CHECKED_VERSION"
-    )
+@pytest.mark.parametrize("adapter", EVERY_ADAPTER, ids=lambda m: m.CHECKED.library)
+def test_each_adapter_self_test_holds_on_the_installed_release(adapter):
+    adapter.self_test()
+    assert adapter.CHECKED.library == adapter.CHECKED.library.lower() and version(adapter.CHECKED.library)
+    assert (ROOT / adapter.CHECKED.adapter).is_file()
+
+
+def _locked(lock: Path) -> dict[str, str]:
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==([^ \\]+)", lock.read_text(), re.M)
+    return {name.lower().replace("_", "-"): pinned for name, pinned in pins}
+
+
+@pytest.mark.parametrize("lock", ["core.txt", "test.txt"])
+def test_the_lock_installs_releases_inside_every_checked_range(lock):
+    pins = _locked(ROOT / "requirements" / lock)
+    outside = [f"{a.CHECKED.library} {pins[a.CHECKED.library]} (checked: {a.CHECKED.span()})"
+               for a in EVERY_ADAPTER if a.CHECKED.library in pins and not a.CHECKED.covers(pins[a.CHECKED.library])]
+    assert outside == [], "re-check these adapters, widen their CHECKED range, or move the lock back"
+    assert "torch" not in pins or lock == "test.txt", "the main job's environment has no torch"
+
+
+def test_outside_the_range_the_self_test_decides_and_says_so_in_one_line(monkeypatch):
+    monkeypatch.setattr(checked_versions, "_notes", {})
+    rng = checked_versions.CheckedRange("somelib", "pkg/adapter.py", "1.2.0", "1.4.1")
+    assert rng.covers("1.2.0") and rng.covers("1.4.1") and rng.covers("1.3.0+cpu") and not rng.covers("1.4.2")
+    assert checked_versions.usable(rng, lambda: 1 / 0, installed="1.3.0")  # inside: no self-test, no note
+    assert checked_versions.notes() == []
+    assert checked_versions.usable(rng, lambda: None, installed="2.0.0")
+    assert checked_versions.notes() == ["tokfidelity: somelib 2.0.0 is outside the releases pkg/adapter.py was checked "
+                                        "against (1.2.0 to 1.4.1); its self-test passed, so it is used (docs/dependencies.md)"]
+    assert not checked_versions.usable(rng, lambda: 1 / 0, installed="2.0.0")
+    assert "self-test failed (ZeroDivisionError: division by zero), so the public path is taken" in checked_versions.notes()[0]
 
 
 def test_tiktoken_core_bpe_answers_as_the_encoding_does(kimi):
@@ -84,8 +113,7 @@ def test_transformers_template_steps_are_the_ones_render_jinja_template_takes():
     from transformers.utils import chat_template_utils as utils
 
     source = inspect.getsource(utils.render_jinja_template)
-    for step in ("_compile_jinja_template(chat_template)", "_plain_template_data(tool_schemas)", "_plain_template_data(kwargs)",
-                 "_plain_template_data(chat)", "_alias_reasoning_fields(chat)", "compiled_template.render("):
+    for step in template_adapter.STEPS:
         assert step in source, step
     assert template_adapter.checked()
 
@@ -94,18 +122,7 @@ def test_views_never_write_onto_a_frozen_profile():
     assert "object.__setattr__" not in (ROOT / "pipeline" / "core" / "views.py").read_text()
 
 
-# -- the plugin's reaches into pytest, xdist and syrupy (issue 22) ---------------------------------------
-def test_pytest_and_syrupy_are_the_versions_the_plugin_adapters_were_checked_against():
-    from pytest_tokfidelity import pytest_adapter, snapshots
-
-    for library, checked, adapter in (("pytest", pytest_adapter.CHECKED_VERSION, "pytest_tokfidelity/pytest_adapter.py"),
-                                      ("syrupy", snapshots.CHECKED_SYRUPY_VERSION, "pytest_tokfidelity/snapshots.py")):
-        assert version(library) == checked, (
-            f"{library} {version(library)} is installed; {adapter} was checked against {checked}: "
-            "re-check what it uses, then update its checked version"
-        )
-
-
+# -- the plugin's reaches into pytest, xdist and syrupy ---------------------------------------------------
 def test_no_private_reach_into_pytest_xdist_or_syrupy_outside_the_plugin_adapters():
     reaches = {
         r"\.plugin_name\b|get_hookimpls\(|TestReport\(|\.location\s*=(?!=)|_get_teardown_reports": "pytest_adapter.py",
@@ -121,7 +138,7 @@ def test_no_private_reach_into_pytest_xdist_or_syrupy_outside_the_plugin_adapter
     assert found == []
 
 
-def test_another_pytest_version_takes_pytests_own_path_with_a_warning(pytester, monkeypatch):
+def test_a_pytest_outside_the_checked_range_is_said_in_one_line_and_its_self_test_decides(pytester, monkeypatch):
     import importlib
 
     from test_plugin import exact_samples, make_dataset, run
@@ -132,10 +149,19 @@ def test_another_pytest_version_takes_pytests_own_path_with_a_warning(pytester, 
              f"    open({str(pytester.path / 'reported.txt')!r}, 'w').write(str(s.plain_passes.reported))\n")
     pytester.syspathinsert()
     pytester.makepyfile(reported_probe=probe)
-    run(pytester, "-p", "reported_probe", "--tokfidelity-dataset=A1").assert_outcomes(passed=4 + 4)
-    assert int((pytester.path / "reported.txt").read_text()) > 0  # the checked version: the fast path
-    monkeypatch.setattr(adapter, "CHECKED_VERSION", "0.0.0")
     result = run(pytester, "-p", "reported_probe", "--tokfidelity-dataset=A1")
-    result.assert_outcomes(passed=4 + 4, warnings=1)
-    assert "is not the version its fast path was checked with (0.0.0)" in result.stdout.str()
-    assert int((pytester.path / "reported.txt").read_text()) == 0
+    result.assert_outcomes(passed=4 + 4)
+    assert "outside the releases" not in result.stdout.str()
+    assert int((pytester.path / "reported.txt").read_text()) > 0  # inside the range: the fast path
+    outside = checked_versions.CheckedRange("pytest", adapter.CHECKED.adapter, "0.0.1", "0.0.2")
+    for self_test, fast in ((lambda: None, True), (lambda: 1 / 0, False)):
+        monkeypatch.setattr(checked_versions, "_decided", {})
+        monkeypatch.setattr(checked_versions, "_notes", {})
+        monkeypatch.setattr(adapter, "CHECKED", outside)
+        monkeypatch.setattr(adapter, "self_test", self_test)
+        result = run(pytester, "-p", "reported_probe", "--tokfidelity-dataset=A1")
+        result.assert_outcomes(passed=4 + 4)  # no warning among the outcomes
+        lines = [line for line in result.outlines if "outside the releases" in line]
+        assert len(lines) == 1 and f"pytest {pytest.__version__} is outside" in lines[0]
+        assert ("self-test passed" in lines[0]) is fast
+        assert (int((pytester.path / "reported.txt").read_text()) > 0) is fast

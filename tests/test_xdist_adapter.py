@@ -1,6 +1,5 @@
-"""The one module that reads pytest-xdist's internals (pytest_tokfidelity/xdist_adapter.py), checked
-against the installed pytest-xdist: a new version fails here, loudly, before it silently turns
-judging-ahead off in real runs."""
+"""The one module that reads pytest-xdist's internals (pytest_tokfidelity/xdist_adapter.py): its
+self-test and its reads, against the installed pytest-xdist."""
 
 from __future__ import annotations
 
@@ -9,14 +8,12 @@ from importlib.metadata import version
 
 import pytest
 
-from pytest_tokfidelity.xdist_adapter import CHECKED_VERSION, XdistChanged, XdistQueue
+from pytest_tokfidelity.xdist_adapter import CHECKED, XdistChanged, XdistQueue, self_test
 
 
-def test_installed_pytest_xdist_is_the_version_the_adapter_was_checked_against():
-    assert version("pytest-xdist") == CHECKED_VERSION, (
-        f"pytest-xdist {version('pytest-xdist')} is installed; xdist_adapter.py was checked against {CHECKED_VERSION}: "
-        "read xdist/remote.py's WorkerInteractor (torun, nextitem_index), then update CHECKED_VERSION"
-    )
+def test_the_self_test_holds_on_the_installed_pytest_xdist():
+    self_test()
+    assert version("pytest-xdist")
 
 
 def test_worker_loop_still_keeps_its_queue_where_the_adapter_reads_it():
@@ -44,7 +41,7 @@ def test_the_adapter_reads_a_real_test_queue_next_item_first():
 
 
 def test_a_changed_worker_loop_is_said_not_guessed():
-    with pytest.raises(XdistChanged, match="checked with " + CHECKED_VERSION.replace(".", r"\.")):
+    with pytest.raises(XdistChanged, match="checked with " + CHECKED.span().replace(".", r"\.")):
         XdistQueue.read(object())
     queue = XdistQueue(object())
     with pytest.warns(UserWarning, match="judged one by one"):

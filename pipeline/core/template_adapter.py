@@ -1,4 +1,4 @@
-"""Every use of transformers' private chat-template code, in one place (checked against transformers 5.24.0).
+"""Every use of transformers' private chat-template code, in one place (checked range: ``CHECKED``).
 
 transformers' ``render_jinja_template`` (what ``apply_chat_template`` calls, in every engine) does three
 things on each call: it compiles the template (cached, ``_compile_jinja_template``), rebuilds the tools,
@@ -10,10 +10,10 @@ but makes the plain tools and variables once per distinct set (``prepare``); the
 still rebuilt on every render. Nothing is reimplemented: a template sees exactly what
 ``render_jinja_template`` gives it, the same objects in the same environment.
 
-Where the installed transformers is not the version this was checked against, ``TemplateRenderer``
-calls the public ``render_jinja_template`` on every render instead (the same text, more time).
-``tests/test_library_adapters.py`` fails loudly when a new transformers changes any of this, and
-``tests/test_render.py`` renders every shipped conversation both ways.
+Outside the checked releases, ``self_test`` decides (``checked_versions``): it checks that
+``render_jinja_template`` still takes these steps and that they render a conversation with tools as it
+does. Where it fails, ``TemplateRenderer`` calls the public ``render_jinja_template`` on every render
+instead (the same text, more time). ``tests/test_render.py`` renders every shipped conversation both ways.
 """
 
 from __future__ import annotations
@@ -21,20 +21,41 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["CHECKED_VERSION", "TemplateRenderer", "Prepared", "checked"]
+from .checked_versions import CheckedRange, usable
 
-CHECKED_VERSION = "5.24.0"
-_checked: bool | None = None
+__all__ = ["CHECKED", "TemplateRenderer", "Prepared", "checked", "self_test"]
+
+CHECKED = CheckedRange("transformers", "pipeline/core/template_adapter.py", "5.24.0", "5.24.0")
+# The calls render_jinja_template makes that TemplateRenderer repeats (self_test reads its source for them).
+STEPS = ("_compile_jinja_template(chat_template)", "_plain_template_data(tool_schemas)", "_plain_template_data(kwargs)",
+         "_plain_template_data(chat)", "_alias_reasoning_fields(chat)", "compiled_template.render(")
 
 
 def checked() -> bool:
-    """Whether the installed transformers is the version the private path was checked against."""
-    global _checked
-    if _checked is None:
-        from importlib.metadata import version
+    """May the private path be taken with the installed transformers? (Once per process.)"""
+    return usable(CHECKED, self_test)
 
-        _checked = version("transformers") == CHECKED_VERSION
-    return _checked
+
+def self_test() -> None:
+    """Raise unless render_jinja_template still takes ``STEPS`` and the private path renders as it does."""
+    import inspect
+
+    from transformers.utils import chat_template_utils as utils
+
+    source = inspect.getsource(utils.render_jinja_template)
+    missing = [step for step in STEPS if step not in source]
+    if missing:
+        raise AssertionError(f"render_jinja_template no longer calls {', '.join(missing)}")
+    template = ("{%- for m in messages %}{{ m.role }}:{{ m.content }}|{{ m.reasoning_content or '' }}\n{%- endfor %}"
+                "{%- if tools %}{{ tools | tojson }}{% endif %}{%- if add_generation_prompt %}assistant:{% endif %}")
+    conversation = [{"role": "user", "content": "héllo"}, {"role": "assistant", "content": "x", "reasoning": "r"}]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    public, _ = utils.render_jinja_template([conversation], tools=tools, chat_template=template, add_generation_prompt=True)
+    chat = utils._alias_reasoning_fields(utils._plain_template_data(conversation))
+    private = utils._compile_jinja_template(template).render(
+        messages=chat, tools=utils._plain_template_data(tools), documents=None, add_generation_prompt=True)
+    if private != public[0]:
+        raise AssertionError(f"the private steps render {private!r}, render_jinja_template {public[0]!r}")
 
 
 class Prepared:

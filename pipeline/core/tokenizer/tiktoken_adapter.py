@@ -1,4 +1,4 @@
-"""Every use of tiktoken's private parts, in one place (checked against tiktoken 0.14.0).
+"""Every use of tiktoken's private parts, in one place (checked range: ``CHECKED``).
 
 * ``core_bpe``: ``Encoding._core_bpe``, the Rust core. Calling it directly skips the Python
   layer's per-call checks (special-token scans), which are a large share of the time on short texts.
@@ -9,7 +9,9 @@
   (``tiktoken_ext.openai_public``'s constructors), with the ranks we already read: the constructor
   would otherwise download its file, so its module's ``load_tiktoken_bpe`` is swapped for the call.
 
-``tests/test_library_adapters.py`` fails loudly when a new tiktoken changes any of this.
+Outside the checked releases ``self_test`` decides (``checked_versions``); where it fails, loading a
+tiktoken tokenizer raises, naming the release to install: tiktoken has no public path to the same ids
+at the same speed.
 """
 
 from __future__ import annotations
@@ -18,15 +20,38 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["core_bpe", "packed_encoder", "encoding_params", "CHECKED_VERSION"]
+from ..checked_versions import CheckedRange, usable
 
-CHECKED_VERSION = "0.14.0"
+__all__ = ["core_bpe", "packed_encoder", "encoding_params", "CHECKED", "self_test"]
+
+CHECKED = CheckedRange("tiktoken", "pipeline/core/tokenizer/tiktoken_adapter.py", "0.14.0", "0.14.0")
 _swap_lock = threading.Lock()
 
 
 def core_bpe(encoding: Any) -> Any:
     """The Rust ``CoreBPE`` behind a ``tiktoken.Encoding`` (same ``encode_ordinary`` answers, fewer checks)."""
+    if not usable(CHECKED, self_test):
+        raise RuntimeError(f"tokfidelity's tiktoken adapter does not work with the installed tiktoken; install "
+                           f"tiktoken=={CHECKED.newest} (the release it was checked against)")
     return encoding._core_bpe
+
+
+def self_test() -> None:
+    """Raise unless the core, its packed encoder and the encoding constructors answer as this module expects."""
+
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    enc = tiktoken.Encoding(name="self-test", pat_str=r"\S+|\s+",
+                            mergeable_ranks={bytes([b]): b for b in range(256)}, special_tokens={"<s>": 256})
+    core = enc._core_bpe
+    for text in ["hello world", "<s> stays text", "é 🙂"]:
+        want = enc.encode_ordinary(text)
+        if core.encode_ordinary(text) != want or memoryview(packed_encoder(core)(text)).cast("B").cast("I").tolist() != want:
+            raise AssertionError(f"the core encodes {text!r} otherwise than encode_ordinary")
+    params = encoding_params(openai_public.o200k_base, {b"a": 0})
+    if params.get("mergeable_ranks") != {b"a": 0} or "pat_str" not in params:
+        raise AssertionError("openai_public.o200k_base no longer builds its parameters through load_tiktoken_bpe")
 
 
 _NO_SPECIALS: frozenset[str] = frozenset()
