@@ -19,7 +19,8 @@ import httpx
 from servers.transformers_serve import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv-vllm"
+# scripts/drift points this at a throwaway environment holding a newer vLLM.
+VENV = Path(os.environ.get("TOKFIDELITY_VLLM_VENV") or ROOT / ".venv-vllm")
 PYTHON = VENV / "bin" / "python"
 STAMP = VENV / ".tokfidelity-setup-vllm"
 UNAVAILABLE_FILE = ROOT / ".tokfidelity" / "setup-vllm.unavailable"  # written by scripts/test when set-up failed
