@@ -63,4 +63,6 @@ def run(args) -> int:
         sys.stdout.write("\n")
     else:
         print(report.render())
+        note = getattr(tokenizer, "encoder_note", "")
+        print(f"encoder: {getattr(tokenizer, 'encoder', 'tiktoken')}" + (f" (tiktoken's faster core not used: {note})" if note else ""))
     return EXIT_OK if report.ok else EXIT_FAILED

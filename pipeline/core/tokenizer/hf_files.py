@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -51,14 +50,15 @@ class HFTokenizer(Tokenizer):
             self._use_fast(data, hashlib.sha256(raw.encode()).hexdigest())
 
     def _use_fast(self, data: dict, digest: str) -> None:
-        """Ordinary text on tiktoken's core where proven equal; else say once why not."""
+        """Ordinary text on tiktoken's core where proven equal; else ``encoder_note`` says why not.
+
+        Not a warning: the ids are the same either way, only the speed differs, and a user cannot act on
+        a vocabulary's shape (``tokfidelity audit`` prints the encoder and the note)."""
         from .fast_bpe import ENCODER_NAME, fast_encoder
 
         found = fast_encoder(data, self.name, self._reference_batch, digest)
         if isinstance(found, str):
             self.encoder_note = found
-            warnings.warn(f"tokenizer {self.name!r}: ordinary text is encoded with the tokenizers library, "
-                          f"not tiktoken's faster core ({found})", FastEncoderUnavailable, stacklevel=2)
             return
         self._fast = found
         self.encoder = ENCODER_NAME
@@ -130,10 +130,6 @@ class HFTokenizer(Tokenizer):
 
     def encode(self, text: str) -> list[int]:
         return self._with_specials.encode(text, add_special_tokens=False).ids
-
-
-class FastEncoderUnavailable(UserWarning):
-    """A byte-level BPE tokenizer's ordinary text goes through the tokenizers library (the message says why)."""
 
 
 def _added_tokens(tokenizer, config_file: Path | None) -> dict[str, int]:
