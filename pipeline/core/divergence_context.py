@@ -97,9 +97,9 @@ class DivergenceContext:
         """Whether the reconstruction's reasoning and content, cut at marker texts (real or written) and
         whitespace aside, are each made of whole pieces of the golden's text cut the same way: what a parser
         that cuts messages at marker text returns is the model's text moved or dropped, never changed. Once
-        per diagnosis, for a hunk no other rule explains."""
+        per diagnosis, for a hunk no other rule explains. Without a profile there are no messages to cut: False."""
         pattern = _special_text_pattern(self.tokenizer)
-        if pattern is None:
+        if pattern is None or self.profile is None:
             return False
 
         def pieces(data: bytes) -> set[bytes]:
