@@ -31,7 +31,7 @@ from .pytest_adapter import internals_checked, share_location
 
 __all__ = [
     "SAMPLE_TEST", "GATE_TEST", "PROPERTY", "FIRST_CHECKS", "LAST_CHECKS", "DatasetFile", "SampleItem", "CheckItem", "sample_item_name",
-    "suite_params", "tag", "sample_cases", "dataset_of",
+    "tag", "sample_cases", "dataset_of",
 ]
 
 SAMPLE_TEST = "test_fidelity"  # the check name of a sample's test (in user_properties, counts, snapshot keys)
@@ -133,16 +133,6 @@ class CheckItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, self.name
-
-
-def suite_params(item: pytest.Item) -> dict[str, Any] | None:
-    """The parameters of a fidelity-suite test (None for any other test of the session)."""
-    kind = type(item)
-    if kind is SampleItem:
-        return {"case": item.case}
-    if kind is CheckItem:
-        return {"dataset": item.dataset}
-    return None
 
 
 def dataset_of(item: pytest.Item) -> int | None:

@@ -64,6 +64,15 @@ def test_class_names_are_the_documented_ones():
     assert TEXT_PRESERVING_CLASSES == frozenset({"non-canonical-split"})
 
 
+def test_rebuilt_text_spelling_a_marker_without_a_profile_is_other(kimi):
+    """Without a profile there are no messages a parser could have moved pieces of: the marker text the
+    reconstruction spells is a text change like any other, not a crash looking for a layout."""
+    golden = kimi.encode_ordinary("The answer is here.")
+    recon = kimi.encode_ordinary("The answer <|im_end|> is there.")
+    d = diagnose(golden, recon, kimi)
+    assert d.classes == ["other"] and not d.texts_identical
+
+
 def test_equal_sequences_have_no_hunks(kimi):
     ids = kimi.encode_ordinary("Nothing differs here.")
     d = diagnose(ids, list(ids), kimi)

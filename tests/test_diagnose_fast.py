@@ -11,8 +11,12 @@ from collections import Counter
 
 import pytest
 
+from pipeline.core import alignment, sequence_bytes
 from pipeline.core import diagnose as diagnose_module
-from pipeline.core.diagnose import _SMALL_RANGE, _Context, _Offsets, diagnose, divergent_blocks
+from pipeline.core.alignment import _SMALL_RANGE, divergent_blocks
+from pipeline.core.diagnose import diagnose
+from pipeline.core.divergence_context import DivergenceContext
+from pipeline.core.sequence_bytes import ByteOffsets
 from pipeline.core.layout import BETWEEN, TRAILING, OutputLayout, Span, split_output
 from pipeline.core.profiles import bind_profile
 from pipeline.core.reconstruct import reconstruct_output_ids
@@ -78,7 +82,7 @@ def old_inside_arguments(self, start, end, gb, rb):
 def old_fill(self, number):
     from itertools import accumulate
 
-    start = number * diagnose_module._OFFSET_BLOCK
+    start = number * sequence_bytes._OFFSET_BLOCK
     known, ids, token_bytes = self._known, self._ids, self._token_bytes
     offset = known.get(start)
     if offset is None:
@@ -87,7 +91,7 @@ def old_fill(self, number):
             offset = known[near] + sum(map(len, token_bytes(ids[near:start])))
         else:
             offset = known[near] - sum(map(len, token_bytes(ids[start:near])))
-    block = list(accumulate(map(len, token_bytes(ids[start : start + diagnose_module._OFFSET_BLOCK])), initial=offset))
+    block = list(accumulate(map(len, token_bytes(ids[start : start + sequence_bytes._OFFSET_BLOCK])), initial=offset))
     self._blocks[number] = block
     known[start] = offset
     known[start + len(block) - 1] = block[-1]
@@ -95,7 +99,7 @@ def old_fill(self, number):
 
 
 def old_resync_blocks(a, b, alo, ahi, blo, bhi):
-    run = diagnose_module._RESYNC_RUN
+    run = alignment._RESYNC_RUN
 
     def agree(i, j):
         n = min(run, ahi - i, bhi - j)
@@ -111,7 +115,7 @@ def old_resync_blocks(a, b, alo, ahi, blo, bhi):
             j += 1
             continue
         found = None
-        for d in range(1, diagnose_module._RESYNC_LIMIT + 1):
+        for d in range(1, alignment._RESYNC_LIMIT + 1):
             for x in range(d + 1):
                 ii, jj = i + x, j + d - x
                 if ii <= ahi and jj <= bhi and agree(ii, jj):
@@ -135,9 +139,9 @@ def old_divergent_blocks(a, b, small_range=_SMALL_RANGE):
     stack = [(0, len(a), 0, len(b))]
     while stack:
         alo, ahi, blo, bhi = stack.pop()
-        same = diagnose_module._common_prefix(a, b, alo, blo, min(ahi - alo, bhi - blo))
+        same = alignment._common_prefix(a, b, alo, blo, min(ahi - alo, bhi - blo))
         alo, blo = alo + same, blo + same
-        same = diagnose_module._common_suffix(a, b, ahi, bhi, min(ahi - alo, bhi - blo))
+        same = alignment._common_suffix(a, b, ahi, bhi, min(ahi - alo, bhi - blo))
         ahi, bhi = ahi - same, bhi - same
         if alo == ahi or blo == bhi:
             if alo < ahi or blo < bhi:
@@ -148,7 +152,7 @@ def old_divergent_blocks(a, b, small_range=_SMALL_RANGE):
             b_count = Counter(b[blo:bhi])
             b_pos = {t: j for j, t in enumerate(b[blo:bhi], blo) if b_count[t] == 1}
             pairs = [(i, b_pos[t]) for i, t in enumerate(a[alo:ahi], alo) if a_count[t] == 1 and t in b_pos]
-            anchors = diagnose_module._lis_pairs(pairs)
+            anchors = alignment._lis_pairs(pairs)
             if anchors:
                 pi, pj = alo, blo
                 for i, j in anchors:
@@ -241,9 +245,9 @@ def _hunks(d):
 def _both(golden, recon, tokenizer, profile, finish):
     fast = diagnose(golden, recon, tokenizer, profile=profile, finish_reason=finish)
     with pytest.MonkeyPatch.context() as mp:
-        for owner, name, value in ((OutputLayout, "region_at", old_region_at), (_Context, "regions", old_regions),
-                                   (_Context, "dropped_by_parser", old_dropped_by_parser),
-                                   (_Context, "inside_arguments", old_inside_arguments), (_Offsets, "_fill", old_fill),
+        for owner, name, value in ((OutputLayout, "region_at", old_region_at), (DivergenceContext, "regions", old_regions),
+                                   (DivergenceContext, "dropped_by_parser", old_dropped_by_parser),
+                                   (DivergenceContext, "inside_arguments", old_inside_arguments), (ByteOffsets, "_fill", old_fill),
                                    (diagnose_module, "divergent_blocks", old_divergent_blocks)):
             mp.setattr(owner, name, value)
         slow = diagnose(golden, recon, tokenizer, profile=profile, finish_reason=finish)
@@ -328,7 +332,7 @@ def test_the_calls_a_hunk_touches_are_found_by_bisection_as_by_a_scan_of_every_c
     for _ in range(6):
         ids = random_output(rng, tokenizer, profile, calls=rng.choice([3, 12]))
         ids = ids[: rng.randint(len(ids) // 2, len(ids))]  # often cut inside a call
-        ctx = _Context(ids, ids, tokenizer, profile, "length")
+        ctx = DivergenceContext(ids, ids, tokenizer, profile, "length")
         n = len(ids)
         for start in range(n + 1):
             for end in range(start, min(n, start + 60) + 1):

@@ -76,26 +76,6 @@ def qwen3_lost(t, p):
     }
 
 
-def test_qwen3_surviving_outputs_are_rebuilt_exactly(qwen3):
-    tokenizer, profile = qwen3
-    wrong = {}
-    for name, (ids, finish) in qwen3_exact(tokenizer, profile).items():
-        rebuilt = reconstruct_output_ids(api_view(ids, finish, profile, tokenizer), profile, tokenizer)
-        if rebuilt != ids:
-            wrong[name] = diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish).render()
-    assert not wrong, "\n\n".join(f"{n}:\n{r}" for n, r in wrong.items())
-
-
-def test_qwen3_lost_information_gets_the_right_class(qwen3):
-    tokenizer, profile = qwen3
-    got = {}
-    for name, (ids, finish, expected) in qwen3_lost(tokenizer, profile).items():
-        rebuilt = reconstruct_output_ids(api_view(ids, finish, profile, tokenizer), profile, tokenizer)
-        assert rebuilt != ids, name
-        got[name] = (diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish).classes, [expected])
-    assert all(g == e for g, e in got.values()), {n: g for n, (g, e) in got.items() if g != e}
-
-
 def deepseek_exact(t, p):
     d, c = (lambda *a, **kw: deepseek_ids(t, p, *a, **kw)), deepseek_call  # noqa: E731
     return {
@@ -120,23 +100,39 @@ def deepseek_lost(t, p):
     }
 
 
-def test_deepseek_surviving_outputs_are_rebuilt_exactly(deepseek):
-    tokenizer, profile = deepseek
+# Each family's cases: the outputs rebuilt exactly, and those the API cannot give back with their class.
+CASES = {"qwen3": (qwen3_exact, qwen3_lost), "deepseek-v3": (deepseek_exact, deepseek_lost)}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def family(request):
+    tokenizer = load_tokenizer(request.param)
+    return request.param, tokenizer, bind_profile(request.param, tokenizer)
+
+
+def round_trip(ids: list[int], finish: str, profile, tokenizer) -> list[int]:
+    return reconstruct_output_ids(api_view(ids, finish, profile, tokenizer), profile, tokenizer)
+
+
+def test_surviving_outputs_are_rebuilt_exactly(family):
+    name, tokenizer, profile = family
+    exact, _ = CASES[name]
     wrong = {}
-    for name, (ids, finish) in deepseek_exact(tokenizer, profile).items():
-        rebuilt = reconstruct_output_ids(api_view(ids, finish, profile, tokenizer), profile, tokenizer)
+    for case, (ids, finish) in exact(tokenizer, profile).items():
+        rebuilt = round_trip(ids, finish, profile, tokenizer)
         if rebuilt != ids:
-            wrong[name] = diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish).render()
+            wrong[case] = diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish).render()
     assert not wrong, "\n\n".join(f"{n}:\n{r}" for n, r in wrong.items())
 
 
-def test_deepseek_lost_information_gets_the_right_class(deepseek):
-    tokenizer, profile = deepseek
+def test_lost_information_gets_the_right_class(family):
+    name, tokenizer, profile = family
+    _, lost = CASES[name]
     got = {}
-    for name, (ids, finish, expected) in deepseek_lost(tokenizer, profile).items():
-        rebuilt = reconstruct_output_ids(api_view(ids, finish, profile, tokenizer), profile, tokenizer)
-        assert rebuilt != ids, name
-        got[name] = (diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish).classes, [expected])
+    for case, (ids, finish, expected) in lost(tokenizer, profile).items():
+        rebuilt = round_trip(ids, finish, profile, tokenizer)
+        assert rebuilt != ids, case
+        got[case] = (diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish).classes, [expected])
     assert all(g == e for g, e in got.values()), {n: g for n, (g, e) in got.items() if g != e}
 
 

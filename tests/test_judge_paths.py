@@ -204,19 +204,19 @@ def test_reconstruction_is_a_new_list_each_time(kimi, profile):
 
 
 def test_diagnosis_offsets_answer_as_the_full_list(kimi, profile):
-    """_Offsets computes byte offsets a block at a time from the nearest known one: every answer,
+    """ByteOffsets computes byte offsets a block at a time from the nearest known one: every answer,
     in any order, is the full list's (negative indices and the end included); past the end it
     raises IndexError as the list did."""
     from itertools import accumulate
 
-    from pipeline.core.diagnose import _Bytes
+    from pipeline.core.sequence_bytes import SequenceBytes
 
     rng = random.Random(3)
     cases = [[], [profile.stop_id], list(range(32)), list(range(64)), kimi.encode_ordinary(EMOJI * 3)]
     cases += [_random_ids(rng, kimi, profile, rng.randrange(1, 300)) for _ in range(40)]
     for ids in cases:
         full = list(accumulate(map(len, kimi.token_bytes_list(ids)), initial=0))
-        data = _Bytes(ids, kimi)
+        data = SequenceBytes(ids, kimi)
         assert data.data == b"".join(kimi.token_bytes_list(ids))
         order = list(range(-len(full), len(full)))
         rng.shuffle(order)

@@ -10,7 +10,8 @@ from collections import Counter
 
 import pytest
 
-from pipeline.core.diagnose import OTHER, diagnose
+from pipeline.core.diagnose import diagnose
+from pipeline.core.divergence_classes import OTHER
 from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.views import api_view
 from vllm_support.cases import all_groups

@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .diagnose import CLASSES, TEXT_PRESERVING_CLASSES, Diagnosis, by_severity, diagnose
+from .diagnose import diagnose
+from .diagnosis import Diagnosis
+from .divergence_classes import CLASSES, TEXT_PRESERVING_CLASSES, by_severity
 from .prompt_check import PROMPT_EXACT, PROMPT_OFF, PROMPT_UNCHECKED
 from .render import RenderError
 from .golden import GoldenError, GoldenSample

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .tokenizer import Tokenizer
 
-__all__ = ["HarmonyUnavailable", "harmony_encoding", "harmony_version", "vocabulary_folder"]
+__all__ = ["HarmonyUnavailable", "harmony_encoding", "vocabulary_folder"]
 
 BASE_FILE = "o200k_base.tiktoken"
 _ENV = "TIKTOKEN_ENCODINGS_BASE"
@@ -27,15 +27,6 @@ _env_lock = threading.Lock()
 
 class HarmonyUnavailable(RuntimeError):
     """openai-harmony is not installed, or cannot load its vocabulary from the tokenizer's files."""
-
-
-def harmony_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("openai-harmony")
-    except PackageNotFoundError:
-        return "(not installed)"
 
 
 def vocabulary_folder(tokenizer: Tokenizer) -> Path:

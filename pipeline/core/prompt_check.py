@@ -35,7 +35,7 @@ from .template_adapter import Prepared
 from .tokenizer import Tokenizer
 
 __all__ = [
-    "PROMPT_EXACT", "PROMPT_UNCHECKED", "PROMPT_OFF", "PROMPT_CLASSES", "PROMPT_ADVICE",
+    "PROMPT_EXACT", "PROMPT_UNCHECKED", "PROMPT_OFF", "PROMPT_ADVICE",
     "PromptDivergence", "PromptJudge", "diagnose_prompt",
 ]
 
@@ -49,7 +49,6 @@ HISTORY = "history"
 SPECIAL_TOKEN_ID = "special-token-id"
 WHITESPACE = "whitespace"
 TEMPLATE_TEXT = "template-text"
-PROMPT_CLASSES = (TOOL_DECLARATIONS, TEMPLATE_VARIABLE, HISTORY, SPECIAL_TOKEN_ID, WHITESPACE, TEMPLATE_TEXT)
 
 PROMPT_ADVICE = {
     TOOL_DECLARATIONS: "the tool declarations differ: TypeScript declarations against the template's JSON fallback, "

@@ -23,6 +23,7 @@ from typing import Any
 from .engines import registry
 from .engines.view import View
 from .errors import TokfidelityError
+from .golden import DEFAULT_VIEW
 from .names import VIEW_NAMES
 from .profiles import Profile
 from .responses import ApiTurn, ToolCall, normalize_finish_reason, parse_response
@@ -79,7 +80,7 @@ def _bound(profile: Profile, name: str, tokenizer: Tokenizer) -> _Bound:
 
 
 def api_view(
-    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = "sglang"
+    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = DEFAULT_VIEW
 ) -> dict:
     """The flat response a server (``view``, one of the profile's views) returns for these output ids.
 
@@ -95,7 +96,7 @@ def api_view(
 
 
 def view_turn_and_bytes(
-    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = "sglang"
+    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = DEFAULT_VIEW
 ) -> tuple[ApiTurn, bytes | None]:
     """``parse_response(api_view(...))``, the turn reconstruction reads, without building the response
     between (the judge's per-sample path); and ``tokenizer.decode_bytes(output_ids)`` when the view

@@ -7,7 +7,7 @@ end: a template compiles to Python code, and no hook of jinja's sandbox sees a l
 nothing (``{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}``). The exception arrives at the
 next bytecode, so one long C call (a huge string repeat) is not cut short: its size is bounded by
 the caller's own checks. A use costs a dict entry, a lock on the way out and a clock read (measured in
-``bench/render_limits.py``); no thread or signal is created per use.
+``bench/bench_input_limits.py``); no thread or signal is created per use.
 
 The exception is raised only while the block is registered (under the lock), and one that was
 raised but not yet delivered when the block ends is withdrawn, so it never escapes elsewhere.

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from pipeline.core.diagnose import CLASSES
+from pipeline.core.divergence_classes import CLASSES
 
 __all__ = ["CLASS_COLOURS", "VERDICT_COLOURS", "class_chart", "position_chart", "class_hunks", "position_bins"]
 

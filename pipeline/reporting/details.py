@@ -16,7 +16,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.core.diagnose import Diagnosis, WindowToken, token_windows
+from pipeline.core.diagnosis import Diagnosis
+from pipeline.core.token_windows import WindowToken, token_windows
 from pipeline.core.golden import GoldenSample
 from pipeline.core.profiles import Profile
 from pipeline.core.tokenizer import Tokenizer

@@ -27,7 +27,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.diagnose import ADVICE, CLASSES, TEXT_PRESERVING_CLASSES
+from pipeline.core.divergence_classes import BY_NAME, CLASSES, RECORDS
 
 from ..core.files import atomic_path
 from .assets import CSS, JS
@@ -267,7 +267,7 @@ def _sample(n: int, s: Mapping[str, Any], several: set[str] = frozenset()) -> st
     rest = s.get("hunk_count", 0) - len(hunks)
     if rest > 0:
         body += f'<p class="more">\u2026 {_n(rest)} more hunk(s) without a window (spans in results.json)</p>'
-    advice = "".join(f"<li>{_class_badge(c)} {escape(ADVICE.get(c, ''))}</li>" for c in classes)
+    advice = "".join(f"<li>{_class_badge(c)} {escape(BY_NAME[c].advice if c in BY_NAME else '')}</li>" for c in classes)
     if not s.get("report"):
         report = ""
     elif verdict == "bad-input":  # the reason is the whole story: shown, not folded away
@@ -324,10 +324,10 @@ def _advice(samples: Sequence[Mapping[str, Any]]) -> str:
         for c in s.get("classes", []):
             counts[c] = counts.get(c, 0) + 1
     rows = "".join(
-        f'<tr id="advice-{c}"><td class="l">{_class_badge(c)}</td><td>{counts.get(c, 0):,}</td>'
-        f"<td class=\"l\">{'keeps the text' if c in TEXT_PRESERVING_CLASSES else 'changes or loses text'}</td>"
-        f"<td>{escape(ADVICE[c])}</td></tr>"
-        for c in CLASSES
+        f'<tr id="advice-{r.name}"><td class="l">{_class_badge(r.name)}</td><td>{counts.get(r.name, 0):,}</td>'
+        f"<td class=\"l\">{'keeps the text' if r.keeps_text else 'changes or loses text'}</td>"
+        f"<td>{escape(r.advice)}</td></tr>"
+        for r in RECORDS
     )
     return (f'<table class="adv" id="advice"><thead><tr><th class="l">class</th><th>samples</th><th class="l">text</th>'
             f"<th class=\"l\">what to do</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.files import atomic_path, read_input
 from . import details
-from .schema import SCHEMA, VERDICTS, VERSION, ResultsError, check_document
+from .schema import SCHEMA, VERSION, ResultsError, check_document
 
 __all__ = [
     "dataset_entry", "results_document", "read_results", "merge_results", "write_results", "write_outputs",
@@ -344,9 +344,3 @@ def write_outputs(doc: Mapping[str, Any], out_dir: str | os.PathLike) -> list[Pa
             results_tmp.write_bytes(results)
     return paths
 
-
-def verdict_counts(samples: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    out = dict.fromkeys(VERDICTS, 0)
-    for s in samples:
-        out[s["verdict"]] = out.get(s["verdict"], 0) + 1
-    return out

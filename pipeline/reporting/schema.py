@@ -35,9 +35,10 @@ A results.json is one JSON object:
   ``pytest TEST`` runs it alone; absent in files written before it was added), ``report`` (the text diagnosis, for new,
   known and bad-input samples), and for diagnosed samples: ``finish_reason``, ``tokens`` (golden
   ids), ``rebuilt_tokens``, ``texts_identical`` (decoded bytes equal), ``classes`` (distinct, in
-  order of first hunk), ``hunk_count``, ``detail`` (whether the hunks below carry windows) and
-  ``hunks`` (at most 100): ``class``, ``golden`` and ``rebuilt`` (``[start, end)`` index spans),
-  ``text_preserving``, for the first 20 hunks ``golden_ids``, ``rebuilt_ids`` (at most 24 each) and
+  order of first hunk: names of the records in ``pipeline.core.divergence_classes``, and
+  ``prompt:CLASS`` for a prompt divergence), ``hunk_count``, ``detail`` (whether the hunks below carry
+  windows) and ``hunks`` (at most 100): ``class``, ``golden`` and ``rebuilt`` (``[start, end)`` index
+  spans), ``text_preserving`` (the class record's ``keeps_text``), for the first 20 hunks ``golden_ids``, ``rebuilt_ids`` (at most 24 each) and
   ``golden_text``, ``rebuilt_text`` (each id's text), and with ``detail`` ``window`` (``golden``,
   ``rebuilt``: the tokens around the hunk, each ``{"i": index, "id", "text":
   its text alone, "ctx": what it adds in context, "ok": decode(prefix) + decode([id]) ==

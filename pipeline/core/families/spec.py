@@ -18,7 +18,7 @@ from typing import Any
 
 from ..engines.view import View
 
-__all__ = ["ProfileSpec", "ToolCallFormat", "OwnLayout", "OUTPUT_ROLES", "FIELDS"]
+__all__ = ["ProfileSpec", "ToolCallFormat", "OwnLayout", "OUTPUT_ROLES"]
 
 # Marker roles that structure an assistant output. Prompt-only roles live in ``prompt_markers``.
 OUTPUT_ROLES = (
@@ -32,7 +32,6 @@ OUTPUT_ROLES = (
     "tool_call_end",
     "stop",
 )
-FIELDS = ("$name", "$arguments", "$id")
 
 
 @dataclass(frozen=True)
