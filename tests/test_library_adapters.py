@@ -151,7 +151,7 @@ def test_a_pytest_outside_the_checked_range_is_said_in_one_line_and_its_self_tes
     pytester.makepyfile(reported_probe=probe)
     result = run(pytester, "-p", "reported_probe", "--tokfidelity-dataset=A1")
     result.assert_outcomes(passed=4 + 4)
-    assert "outside the releases" not in result.stdout.str()
+    assert "outside the releases pytest_tokfidelity/pytest_adapter.py" not in result.stdout.str()
     assert int((pytester.path / "reported.txt").read_text()) > 0  # inside the range: the fast path
     outside = checked_versions.CheckedRange("pytest", adapter.CHECKED.adapter, "0.0.1", "0.0.2")
     for self_test, fast in ((lambda: None, True), (lambda: 1 / 0, False)):
@@ -161,7 +161,7 @@ def test_a_pytest_outside_the_checked_range_is_said_in_one_line_and_its_self_tes
         monkeypatch.setattr(adapter, "self_test", self_test)
         result = run(pytester, "-p", "reported_probe", "--tokfidelity-dataset=A1")
         result.assert_outcomes(passed=4 + 4)  # no warning among the outcomes
-        lines = [line for line in result.outlines if "outside the releases" in line]
+        lines = [line for line in result.outlines if "outside the releases pytest_tokfidelity/pytest_adapter.py" in line]
         assert len(lines) == 1 and f"pytest {pytest.__version__} is outside" in lines[0]
         assert ("self-test passed" in lines[0]) is fast
         assert (int((pytester.path / "reported.txt").read_text()) > 0) is fast

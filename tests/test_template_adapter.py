@@ -58,7 +58,7 @@ def both(template, conversation, tools, variables, add_generation_prompt=True):
 
 @pytest.fixture(params=[True, False], ids=["checked-path", "public-fallback"])
 def path(request, monkeypatch):
-    monkeypatch.setattr(template_adapter, "_checked", request.param)
+    monkeypatch.setattr(template_adapter, "checked", lambda: request.param)
     return request.param
 
 
