@@ -15,6 +15,8 @@ import pytest
 
 from pipeline.core.own_code import OwnCodeError, OwnFunction, load_function, own_function
 
+from .pytest_adapter import hook_implementations
+
 __all__ = ["own_functions", "HOOKS"]
 
 HOOKS = {"reconstruct": "pytest_tokfidelity_reconstruct", "render": "pytest_tokfidelity_render"}
@@ -24,17 +26,17 @@ def _hook_function(config: pytest.Config, kind: str) -> OwnFunction | None:
     """The conftest hook of ``kind`` as a plain function (None: no conftest implements it)."""
     name = HOOKS[kind]
     caller = getattr(config.hook, name)
-    impls = [i for i in caller.get_hookimpls()]
+    impls = hook_implementations(caller)
     if not impls:
         return None
-    where = ", ".join(f"{_shown(config, getattr(i.plugin, '__file__', None) or i.plugin_name)}::{name}" for i in impls)
+    where = ", ".join(f"{_shown(config, origin)}::{name}" for _, origin in impls)
     if kind == "reconstruct":
         def call(response, tokenizer):
             return caller(response=response, tokenizer=tokenizer)
     else:
         def call(messages, tools, chat_template_kwargs, tokenizer):
             return caller(messages=messages, tools=tools, chat_template_kwargs=chat_template_kwargs, tokenizer=tokenizer)
-    return own_function(where, call, [i.function for i in impls])
+    return own_function(where, call, [function for function, _ in impls])
 
 
 def _shown(config: pytest.Config, path: str) -> str:
