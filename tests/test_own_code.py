@@ -116,7 +116,8 @@ def test_a_right_hooked_reconstruction_opens_a_gate_that_names_and_pins_it(pytes
     assert rec["status"] == "open" and rec["reconstructor"] == HOOK and rec["renderer"] == "tokfidelity"
     pinned = {Path(p).name: digest for p, digest in rec["own_files"].items()}
     assert set(pinned) == {"conftest.py", "my_pipeline.py"}  # the hook's file, and the pipeline it imports
-    assert gate(pytester, reconstructor=HOOK).open
+    opened = gate(pytester, reconstructor=HOOK)
+    assert opened.open and f"(judged: reconstruction {HOOK})" in opened.message
     closed = gate(pytester)  # what a gated stage asks: tokfidelity's own reconstruction
     assert not closed.open and f"opened for the reconstructor {HOOK!r}, not 'tokfidelity'" in closed.message
     module.write_text(module.read_text().replace("STOP = 163586", "STOP = 163586  # edited"))

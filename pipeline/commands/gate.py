@@ -46,7 +46,9 @@ def run(args) -> int:
         if not merged.open:
             return _closed(merged, "merge")
         print(merged.message)
-        status = check_gate(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)  # what gated stages will see
+        record = read_record(args.state_dir, merged.dataset) or {}  # the code its shards judged (a project's own, or tokfidelity's)
+        status = check_gate(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir,
+                            reconstructor=record.get("reconstructor"), renderer=record.get("renderer"))
         if not status.open:
             return _closed(status, "merge")
         print(status.message)

@@ -448,11 +448,13 @@ def check_gate(
     counts = record.get("counts", {})
     summary = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, (int, float)))
     off = PROMPTS_OFF_NOTE if record.get("prompts") == "off" else ""
+    from .own_code import judged_note
+
     return GateStatus(
         True,
         name,
         f"gate for {name} is open: green run of {record.get('time', '?')} ({summary}) matches today's golden "
-        f"files, tokenizer and code.{off}",
+        f"files, tokenizer and code{judged_note(record)}.{off}",
         command,
         tokenizer=checked,
         prompts_checked=not off,

@@ -32,6 +32,7 @@ from .tokenizer import Tokenizer
 __all__ = [
     "TOKFIDELITY", "OwnFunction", "OwnCodeError", "TokenizerFacade", "load_function", "own_function",
     "source_pins", "flat_message", "output_ids_of", "bound_reconstructor", "bound_renderer", "snapshot_suffix",
+    "file_changes", "record_fields", "record_problems", "judged_note",
 ]
 
 TOKFIDELITY = "tokfidelity"  # the name a gate record gives tokfidelity's own reconstruction and rendering
@@ -279,6 +280,13 @@ def record_fields(reconstructor: OwnFunction | None, renderer: OwnFunction | Non
             files.update(own.files)
     return {"reconstructor": reconstructor.name if reconstructor else TOKFIDELITY,
             "renderer": renderer.name if renderer else TOKFIDELITY, "own_files": files}
+
+
+def judged_note(record: Mapping[str, Any]) -> str:
+    """", judged: reconstruction NAME" for the project's own code a record judged ("" for tokfidelity's own)."""
+    own = [f"{what} {record.get(kind)}" for kind, what in (("reconstructor", "reconstruction"), ("renderer", "rendering"))
+           if record.get(kind) not in (None, TOKFIDELITY)]
+    return f" (judged: {', '.join(own)})" if own else ""
 
 
 def record_problems(record: Mapping[str, Any], reconstructor: str | None, renderer: str | None) -> tuple[list[str], list[str]]:
