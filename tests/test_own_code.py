@@ -152,7 +152,7 @@ def test_an_unknown_function_is_a_usage_error(pytester):
 def test_reviewed_divergences_are_kept_apart_per_reconstructor(pytester):
     project(pytester, stop=CHAS, max_known_divergence_rate=1.0)
     run(pytester, "--snapshot-update")
-    snapshots = sorted(p.name for p in (pytester.path / "golden" / "K1" / "__snapshots__").iterdir())
+    snapshots = sorted(p.name for p in (pytester.path / "golden" / "K1" / "__snapshots__").glob("*.ambr"))
     assert snapshots == ["fidelity@reconstruct=conftest.py__pytest_tokfidelity_reconstruct.ambr"]
     result = run(pytester)
     result.assert_outcomes(passed=7)
