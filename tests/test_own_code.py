@@ -258,3 +258,15 @@ def test_a_prompt_judge_judges_a_given_renderer():
     assert PromptJudge(PROFILE, KIMI, lambda m, t, k: sample["prompt_ids"])(parsed) == "exact"
     assert PromptJudge(PROFILE, KIMI, lambda m, t, k: sample["prompt_ids"][1:])(parsed).cls
     assert json.dumps(sample)  # a plain sample: what the suite reads
+
+
+def test_shards_of_a_projects_code_merge_into_a_gate_for_that_code(pytester):
+    from pipeline.core.gate import merge_shards
+
+    project(pytester)
+    for shard in ("1/2", "2/2"):
+        run(pytester, f"--tokfidelity-shard={shard}")
+    merged = merge_shards("K1", golden_dir=pytester.path / "golden", state_dir=pytester.path / "state")
+    assert merged.open, merged.message
+    assert record(pytester)["reconstructor"] == HOOK and {Path(p).name for p in record(pytester)["own_files"]} >= {"my_pipeline.py"}
+    assert gate(pytester, reconstructor=HOOK).open and not gate(pytester).open
