@@ -48,6 +48,7 @@ class DatasetRun:
     prompts = True  # prompt verdicts on (--tokfidelity-prompts=off: False)
     reconstructor = None  # the project's own reconstruction judged (pipeline.core.own_code.OwnFunction; None: tokfidelity's)
     renderer = None  # the project's own prompt rendering judged (None: the model's template)
+    trainer_spec = None  # --tokfidelity-trainer: a trainer's preprocessing judged instead (reconstructor and renderer name it)
     test_file = ""  # the node id of the file its tests are collected from (session.py: selection.file_nodeid)
 
     def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: tuple[str, ...] | str | None):
@@ -197,10 +198,18 @@ class DatasetRun:
         views = self.views if self.view_error is None else self.views[:1]
         from pipeline.core.own_code import bound_reconstructor, bound_renderer
 
-        own = {
-            "reconstruct": bound_reconstructor(self.reconstructor, tokenizer, self.tokenizer_location) if self.reconstructor else None,
-            "render": bound_renderer(self.renderer, tokenizer, self.tokenizer_location) if self.renderer else None,
-        }
+        if self.trainer_spec:  # a trainer's preprocessing on both sides (pipeline.core.trainers)
+            from pipeline.core.trainers import load_trainer
+
+            try:
+                own = {"trainer": load_trainer(self.trainer_spec, self.tokenizer_location)}
+            except Exception as e:  # noqa: BLE001 - said by test_manifest, once
+                return None, f"--tokfidelity-trainer={self.trainer_spec}: {e}"
+        else:
+            own = {
+                "reconstruct": bound_reconstructor(self.reconstructor, tokenizer, self.tokenizer_location) if self.reconstructor else None,
+                "render": bound_renderer(self.renderer, tokenizer, self.tokenizer_location) if self.renderer else None,
+            }
         self._view_judges = tuple(
             Judge(profile, tokenizer, view, self.manifest.accept, explain=explain, prompts=self.prompts and i == 0, **own)
             for i, view in enumerate(views)
@@ -225,6 +234,8 @@ class DatasetRun:
     @property
     def judged_code(self) -> str:
         """The project's own code judged, as a failure names it ("": tokfidelity's own)."""
+        if self.trainer_spec and self.reconstructor is not None:
+            return f" (judged: trainer {self.reconstructor.name})"
         own = [f"{what} {f.name}" for what, f in (("reconstruction", self.reconstructor), ("rendering", self.renderer)) if f]
         return f" (judged: {', '.join(own)})" if own else ""
 

@@ -48,7 +48,21 @@ def _shown(config: pytest.Config, path: str) -> str:
 
 def own_functions(config: pytest.Config) -> tuple[OwnFunction | None, OwnFunction | None]:
     """(reconstructor, renderer) the suite judges; None: tokfidelity's own. A usage error when an
-    option names a function that cannot be found."""
+    option names a function that cannot be found. ``--tokfidelity-trainer``: both are the trainer's
+    preprocessing, named (with its version) and loaded per dataset (DatasetRun)."""
+    trainer = getattr(config.option, "tokfidelity_trainer", None)
+    if trainer:
+        if config.option.tokfidelity_reconstruct or config.option.tokfidelity_render:
+            raise pytest.UsageError("--tokfidelity-trainer judges the trainer's preprocessing on both sides: "
+                                    "give it without --tokfidelity-reconstruct / --tokfidelity-render")
+        from pipeline.core.trainers import TrainerError, trainer_name
+
+        try:
+            name = trainer_name(trainer)
+        except TrainerError as e:
+            raise pytest.UsageError(str(e)) from None
+        own = OwnFunction(name, None, {})
+        return own, own
     found = []
     for kind in ("reconstruct", "render"):
         spec = getattr(config.option, f"tokfidelity_{kind}", None)

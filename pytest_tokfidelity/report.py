@@ -191,6 +191,7 @@ class RunReport:
         parts = ["pytest", f"--tokfidelity-dataset={ds.name}"]
         for name, value in (("golden-dir", opt.tokfidelity_golden_dir), ("tokenizer", opt.tokfidelity_tokenizer),
                             ("reconstruct", opt.tokfidelity_reconstruct), ("render", opt.tokfidelity_render),
+                            ("trainer", opt.tokfidelity_trainer),
                             ("view", opt.tokfidelity_view), ("state-dir", opt.tokfidelity_state_dir), ("shard", opt.tokfidelity_shard)):
             if value is not None:
                 parts.append(f"--tokfidelity-{name}={value}")

@@ -86,6 +86,7 @@ class FidelitySession:
         for d in self.datasets:
             d.prompts = self.prompts
             d.reconstructor, d.renderer = own
+            d.trainer_spec = getattr(opt, "tokfidelity_trainer", None)
         self.by_name = {d.name: d for d in self.datasets}
         for d in self.datasets:
             d.test_file = file_nodeid(config, dataset_file(d.dir))  # golden/DS/samples.jsonl: what its node ids start with

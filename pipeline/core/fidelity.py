@@ -110,6 +110,7 @@ class Judge:
         explain: Callable[[GoldenSample, Diagnosis, str], Any] | None = None, prompts: bool = True,
         reconstruct: Callable[[Mapping[str, Any]], list[int]] | None = None,
         render: Callable[..., list[int]] | None = None,
+        trainer: Any = None,
     ):
         from .prompt_check import PromptJudge
 
@@ -117,6 +118,8 @@ class Judge:
         # A user's own functions (own_code.bound_reconstructor / bound_renderer), judged instead of
         # tokfidelity's: None judges tokfidelity's reconstruction and rendering.
         self.reconstruct = reconstruct
+        # A trainer's preprocessing (trainers.Trainer), judged on both sides instead of tokfidelity's code.
+        self.trainer = trainer
         # The prompt side: each sample's conversation rendered and compared with its prompt_ids (None: off).
         self.prompts = PromptJudge(profile, tokenizer, render) if prompts else None
         self.tokenizer = tokenizer
@@ -154,8 +157,8 @@ class Judge:
 
     def prompt_sides(self, sample: GoldenSample | GoldenError, verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
         """``output_sides``' verdicts with the sample's prompt side, rendered once for every view."""
-        if type(sample) is not GoldenSample or all(v.kind == BAD_INPUT for v in verdicts):
-            return verdicts
+        if type(sample) is not GoldenSample or all(v.kind == BAD_INPUT for v in verdicts) or self.trainer is not None:
+            return verdicts  # (a trainer's verdict holds its prompt side)
         prompt = self._prompt(sample)
         return tuple(
             v if v.kind == BAD_INPUT else prompt if type(prompt) is Verdict else with_prompt(v, sample, prompt) for v in verdicts
@@ -195,6 +198,10 @@ class Judge:
         return Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"line {sample.line} ({sample.id}): {problem}")
 
     def _judge(self, sample: GoldenSample) -> Verdict:
+        if self.trainer is not None:
+            from .trainers import judge_with_trainer
+
+            return judge_with_trainer(self, sample)
         if self.reconstruct is not None:
             return self._judge_own(sample)
         golden = sample.output_ids

@@ -146,7 +146,10 @@ def _import(name: str, search: Sequence[os.PathLike | str]):
 def snapshot_suffix(reconstructor: OwnFunction | None, renderer: OwnFunction | None) -> str:
     """What sets a user's reviewed divergences apart from tokfidelity's (and one function's from
     another's): "" for tokfidelity's own, else ``@NAME`` per function with unsafe characters replaced."""
-    parts = [f"{kind}={own.name}" for kind, own in (("reconstruct", reconstructor), ("render", renderer)) if own is not None]
+    if reconstructor is not None and reconstructor is renderer and reconstructor.function is None:  # a trainer's, on both sides
+        parts = [f"trainer={reconstructor.name}"]
+    else:
+        parts = [f"{kind}={own.name}" for kind, own in (("reconstruct", reconstructor), ("render", renderer)) if own is not None]
     if not parts:
         return ""
     text = "@" + "@".join(parts)
