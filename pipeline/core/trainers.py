@@ -215,7 +215,12 @@ def judge_with_trainer(judge, sample):
     from .views import api_view
 
     tok, golden = judge.tokenizer, sample.output_ids
-    response = api_view(golden, sample.finish_reason, judge.profile, tok, judge.view)
+    if sample.response is not None:  # a recorded provider response: the message the trainer got
+        from .own_code import flat_message
+
+        response = flat_message(sample.response)
+    else:
+        response = api_view(golden, sample.finish_reason, judge.profile, tok, judge.view)
     ids, mask = judge.trainer.build(sample.messages or [], sample.tools, assistant_message(response))
     before, span = last_span(ids, mask)
     checked = sample.prompt_ids is not None and bool(sample.messages)
