@@ -118,13 +118,13 @@ class Checks:
         self._record(ds, position, verdict, "new", item)
         stored = snapshot_key(ds.name, item.name) in ds.stored
         hint = (
-            f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
+            f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir, ds.snapshot_basename)}."
             if stored
             else "No reviewed divergence is stored for this sample."
         )
         pytest.fail(
             f"{ds.name}/{ds.index.name(position)}{f' under view {ds.views[case[2]]}' if ds.multi_view else ''} "
-            f"(line {verdict.line}): {_sides(verdict)}: "
+            f"(line {verdict.line}): {_sides(verdict)}{ds.judged_code}: "
             f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
             f"record it with `pytest {item.nodeid} --snapshot-update` (every such sample of the dataset: "
             f"`pytest --tokfidelity-dataset={ds.name} --snapshot-update`).",

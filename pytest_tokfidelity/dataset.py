@@ -22,7 +22,7 @@ from pipeline.core.golden import DEFAULT_VIEW, MANIFEST_FILE, SAMPLES_FILE, Gold
 from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes
 
 from .index import SampleIndex
-from .snapshots import stored_names
+from .snapshots import SNAPSHOT_BASENAME, stored_names
 
 __all__ = ["DatasetRun", "Judged"]
 
@@ -46,6 +46,9 @@ class DatasetRun:
     explain = None  # (tokenizer, profile) -> the judge's explain callback; set for --tokfidelity-report
     tokenizer_location: str | None = None  # where the tokenizer was found, absolute (set when it loads)
     prompts = True  # prompt verdicts on (--tokfidelity-prompts=off: False)
+    reconstructor = None  # the project's own reconstruction judged (pipeline.core.own_code.OwnFunction; None: tokfidelity's)
+    renderer = None  # the project's own prompt rendering judged (None: the model's template)
+    trainer_spec = None  # --tokfidelity-trainer: a trainer's preprocessing judged instead (reconstructor and renderer name it)
     test_file = ""  # the node id of the file its tests are collected from (session.py: selection.file_nodeid)
 
     def __init__(self, position: int, path: Path, tokenizer_override: str | None, view_override: tuple[str, ...] | str | None):
@@ -193,8 +196,22 @@ class DatasetRun:
         template_pin(tokenizer)  # the chat template read (and pinned) once, before judges fork
         # one judge per view, sharing the tokenizer and profile; the first renders each sample's prompt for all
         views = self.views if self.view_error is None else self.views[:1]
+        from pipeline.core.own_code import bound_reconstructor, bound_renderer
+
+        if self.trainer_spec:  # a trainer's preprocessing on both sides (pipeline.core.trainers)
+            from pipeline.core.trainers import load_trainer
+
+            try:
+                own = {"trainer": load_trainer(self.trainer_spec, self.tokenizer_location)}
+            except Exception as e:  # noqa: BLE001 - said by test_manifest, once
+                return None, f"--tokfidelity-trainer={self.trainer_spec}: {e}"
+        else:
+            own = {
+                "reconstruct": bound_reconstructor(self.reconstructor, tokenizer, self.tokenizer_location) if self.reconstructor else None,
+                "render": bound_renderer(self.renderer, tokenizer, self.tokenizer_location) if self.renderer else None,
+            }
         self._view_judges = tuple(
-            Judge(profile, tokenizer, view, self.manifest.accept, explain=explain, prompts=self.prompts and i == 0)
+            Judge(profile, tokenizer, view, self.manifest.accept, explain=explain, prompts=self.prompts and i == 0, **own)
             for i, view in enumerate(views)
         )
         return self._view_judges[0], None
@@ -215,10 +232,25 @@ class DatasetRun:
                 pass
 
     @property
+    def judged_code(self) -> str:
+        """The project's own code judged, as a failure names it ("": tokfidelity's own)."""
+        if self.trainer_spec and self.reconstructor is not None:
+            return f" (judged: trainer {self.reconstructor.name})"
+        own = [f"{what} {f.name}" for what, f in (("reconstruction", self.reconstructor), ("rendering", self.renderer)) if f]
+        return f" (judged: {', '.join(own)})" if own else ""
+
+    @property
+    def snapshot_basename(self) -> str:
+        """The snapshot file's name (without extension): each reconstructor and renderer reviews its own divergences."""
+        from pipeline.core.own_code import snapshot_suffix
+
+        return SNAPSHOT_BASENAME + snapshot_suffix(self.reconstructor, self.renderer)
+
+    @property
     def stored(self) -> set[str]:
         """Names of the reviewed divergences on disk (read once per process)."""
         if self._stored is None:
-            self._stored = stored_names(self.dir)
+            self._stored = stored_names(self.dir, self.snapshot_basename)
         return self._stored
 
     def judged_with(self) -> dict[str, str] | None:

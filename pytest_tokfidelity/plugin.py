@@ -15,6 +15,12 @@ from pathlib import Path
 import pytest
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tokfidelity", "token fidelity of golden datasets")
     group.addoption(
@@ -40,6 +46,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tokfidelity-sample-timeout", type=float, default=None, metavar="SECONDS",
                     help="a judging process on one sample longer than this is stuck: it is killed and the samples it held "
                     "fail (default 120; 0: no limit; a stopped judging process is found within seconds either way)")
+    group.addoption("--tokfidelity-reconstruct", default=None, metavar="MODULE:FUNCTION",
+                    help="judge this function's reconstruction (response, tokenizer) -> output ids instead of tokfidelity's "
+                    "(default: a conftest's pytest_tokfidelity_reconstruct hook, else tokfidelity's)")
+    group.addoption("--tokfidelity-render", default=None, metavar="MODULE:FUNCTION",
+                    help="judge this function's prompt rendering (messages, tools, chat_template_kwargs, tokenizer) -> prompt ids "
+                    "instead of the model's template (default: a conftest's pytest_tokfidelity_render hook, else the template)")
+    group.addoption("--tokfidelity-trainer", default=None, metavar="specforge:TEMPLATE",
+                    help="judge a drafter trainer's preprocessing instead of tokfidelity's code: SpecForge's "
+                    "preprocess_conversations with TEMPLATE from its registry (loss-masked span against the output ids, "
+                    "the ids before it against the prompt ids)")
     parser.addini("tokfidelity_golden_dir", "folder of golden datasets, relative to the rootdir", default=None)
 
 
@@ -166,8 +182,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise pytest.UsageError(f"--tokfidelity-view: unknown view {view!r}; known: {', '.join(VIEWS)}")
         if len(set(views)) != len(views):
             raise pytest.UsageError(f"--tokfidelity-view: a view is named twice in {opt.tokfidelity_view!r}: name each once")
+    from .own_code import own_functions
+
+    own = own_functions(config)  # the project's own functions, or (None, None): tokfidelity's
     try:
-        session = FidelitySession(config, names, _golden_dir(config), judges)
+        session = FidelitySession(config, names, _golden_dir(config), judges, own)
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly
         raise pytest.UsageError(f"--tokfidelity-dataset: {e}") from None
     config.pluginmanager.register(session, PLUGIN_NAME)

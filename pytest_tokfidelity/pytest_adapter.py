@@ -23,7 +23,8 @@ import pytest
 from pipeline.core.checked_versions import CheckedRange, usable
 
 __all__ = [
-    "CHECKED", "self_test", "internals_checked", "phase_hooks_inert", "passed_report", "failed_report", "share_location",
+    "CHECKED", "self_test", "internals_checked", "phase_hooks_inert", "hook_implementations", "passed_report", "failed_report",
+    "share_location",
     "index_teardown_reports", "TeardownIndex",
 ]
 
@@ -60,6 +61,11 @@ def self_test() -> None:
 def phase_hooks_inert(hook: Any, names: tuple[str, ...], inert: frozenset[str]) -> bool:
     """Is every implementation of the hooks ``names`` one of the plugins named in ``inert``?"""
     return all(impl.plugin_name in inert for name in names for impl in getattr(hook, name).get_hookimpls())
+
+
+def hook_implementations(caller: Any) -> list[tuple[Any, str]]:
+    """(function, the file or plugin name it comes from) of each implementation of one hook (pluggy's HookCaller)."""
+    return [(impl.function, getattr(impl.plugin, "__file__", None) or impl.plugin_name) for impl in caller.get_hookimpls()]
 
 
 def passed_report(item: pytest.Item, location, keywords, when: str, duration: float, start: float, stop: float) -> pytest.TestReport:

@@ -196,6 +196,8 @@ class RunReport:
         opt = self.config.option
         parts = ["pytest", f"--tokfidelity-dataset={ds.name}"]
         for name, value in (("golden-dir", opt.tokfidelity_golden_dir), ("tokenizer", opt.tokfidelity_tokenizer),
+                            ("reconstruct", opt.tokfidelity_reconstruct), ("render", opt.tokfidelity_render),
+                            ("trainer", opt.tokfidelity_trainer),
                             ("view", opt.tokfidelity_view), ("state-dir", opt.tokfidelity_state_dir), ("shard", opt.tokfidelity_shard)):
             if value is not None:
                 parts.append(f"--tokfidelity-{name}={value}")
@@ -215,7 +217,7 @@ class RunReport:
             decision, pins, span = self.decided[ds.name]
             if self.session.update_snapshots and counts.stale_snapshots:
                 DiagnosisExtension().delete_snapshots(
-                    snapshot_location=str(snapshot_file(ds.dir)), snapshot_names=set(counts.stale_snapshots)
+                    snapshot_location=str(snapshot_file(ds.dir, ds.snapshot_basename)), snapshot_names=set(counts.stale_snapshots)
                 )
             shard = self.session.shard
             try:
@@ -248,7 +250,14 @@ class RunReport:
             ds.setup()
             now = ds.pins()
             pins = Pins(pins.golden, now.tokenizer, now.template)
-        return pins, pins.changes(ds.dir)
+        own = [own.changes() for own in (self.session.reconstructor, self.session.renderer) if own is not None]
+        return pins, pins.changes(ds.dir) + [c for changes in own for c in changes]
+
+    def own_fields(self) -> dict[str, Any]:
+        """What a record says of the code judged: tokfidelity's, or the project's own functions and their files."""
+        from pipeline.core.own_code import record_fields
+
+        return record_fields(self.session.reconstructor, self.session.renderer)
 
     def _gate(self, ds, counts: Counts, decision, state_dir, args, pins) -> str:
         if decision.status == OPEN:
@@ -261,7 +270,7 @@ class RunReport:
                 profile=facts[0]["profile"], view=ds.views, counts=counts, pytest_args=args, pins=pins,
                 counts_by_view=self.by_view(ds) if ds.multi_view else None,
                 tokenizer_location=facts[0].get("location"),
-                prompts="on" if self.session.prompts else "off",
+                prompts="on" if self.session.prompts else "off", own=self.own_fields(),
             )
             return f"open (record {shown(path)})"
         if decision.status == CLOSED:

@@ -69,7 +69,7 @@ def session_of(config: pytest.Config) -> "FidelitySession":
 class FidelitySession:
     """Per-process state of a ``--tokfidelity-dataset`` run, registered as a pytest plugin."""
 
-    def __init__(self, config: pytest.Config, names: list[str], golden_dir: Path, judges: int | None = None):
+    def __init__(self, config: pytest.Config, names: list[str], golden_dir: Path, judges: int | None = None, own: tuple = (None, None)):
         self.config = config
         # Thawed by the last of pytest's cleanups: after pytest's own final collections (which would
         # walk the whole heap again), since this plugin's configure runs before theirs registers them.
@@ -82,8 +82,11 @@ class FidelitySession:
             for i, p in enumerate(find_datasets(golden_dir, names))
         ]
         self.prompts = getattr(opt, "tokfidelity_prompts", "on") != "off"  # prompt verdicts (prompt_check.py)
+        self.reconstructor, self.renderer = own  # the project's own functions judged (None: tokfidelity's)
         for d in self.datasets:
             d.prompts = self.prompts
+            d.reconstructor, d.renderer = own
+            d.trainer_spec = getattr(opt, "tokfidelity_trainer", None)
         self.by_name = {d.name: d for d in self.datasets}
         for d in self.datasets:
             d.test_file = file_nodeid(config, dataset_file(d.dir))  # golden/DS/samples.jsonl: what its node ids start with

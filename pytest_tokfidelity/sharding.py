@@ -71,7 +71,7 @@ def write_shard(report: Any, ds: Any, shard: Shard, counts: Any, decision: Any, 
         ds.dir, shard, state_dir=state_dir, green=green, reason=reason, counts=counts, expected=shard_size(ds, shard),
         checks_passed=sorted(tally["checks"]), tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0].get("fingerprint"),
         profile=facts[0].get("profile"), view=ds.views, pins=pins, pytest_args=args, tokenizer_location=facts[0].get("location"),
-        prompts="on" if report.session.prompts else "off",
+        prompts="on" if report.session.prompts else "off", own=report.own_fields(),
     )
     verdict = "green" if green else f"failed: {reason}"
     return f"shard {shard} {verdict} (record {shown(path)}); the gate opens with `tokfidelity gate merge --dataset {ds.name}`"

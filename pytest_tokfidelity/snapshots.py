@@ -35,12 +35,14 @@ def snapshot_key(dataset: str, test_name: str) -> str:
     return f"test_fidelity[{dataset}/{test_name}]"
 
 
-def snapshot_file(dataset_dir: Path) -> Path:
-    return Path(dataset_dir) / SNAPSHOT_DIRNAME / f"{SNAPSHOT_BASENAME}.{DiagnosisExtension.file_extension}"
+def snapshot_file(dataset_dir: Path, basename: str = SNAPSHOT_BASENAME) -> Path:
+    """A dataset's reviewed divergences: ``fidelity.ambr`` for tokfidelity's own code, ``fidelity@...`` for a
+    project's own reconstruction or rendering (DatasetRun.snapshot_basename)."""
+    return Path(dataset_dir) / SNAPSHOT_DIRNAME / f"{basename}.{DiagnosisExtension.file_extension}"
 
 
-def stored_names(dataset_dir: Path) -> set[str]:
-    path = snapshot_file(dataset_dir)
+def stored_names(dataset_dir: Path, basename: str = SNAPSHOT_BASENAME) -> set[str]:
+    path = snapshot_file(dataset_dir, basename)
     if not path.is_file():
         return set()
     return {s.name for s in AmberDataSerializer.read_file(str(path))}
@@ -98,7 +100,11 @@ class DiagnosisExtension(AmberSnapshotExtension):
 
     @classmethod
     def get_file_basename(cls, *, test_location, index) -> str:
-        return SNAPSHOT_BASENAME
+        item = test_location.item
+        from .session import session_of
+
+        dataset = session_of(item.config).dataset_of_item(item)
+        return SNAPSHOT_BASENAME if dataset is None else dataset.snapshot_basename
 
     @classmethod
     def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:

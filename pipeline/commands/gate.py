@@ -24,6 +24,11 @@ def add_arguments(p):
         q.add_argument("--golden-dir", default=None, help="golden datasets folder (default: ./golden, else the project's)")
         q.add_argument("--state-dir", default=None, help="gate records folder (default: $TOKFIDELITY_STATE_DIR or .tokfidelity)")
     check.add_argument("--tokenizer", default=None, help="tokenizer path or name (default: the manifest's)")
+    check.add_argument("--reconstruct", default=None, metavar="NAME",
+                       help="the project's own reconstruction you build with, named as the record names it (MODULE:FUNCTION, "
+                       "or conftest.py::pytest_tokfidelity_reconstruct); default: tokfidelity's own")
+    check.add_argument("--render", default=None, metavar="NAME",
+                       help="the project's own prompt rendering you build with, named as the record names it; default: the model's template")
 
 
 def run(args) -> int:
@@ -41,7 +46,9 @@ def run(args) -> int:
         if not merged.open:
             return _closed(merged, "merge")
         print(merged.message)
-        status = check_gate(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir)  # what gated stages will see
+        record = read_record(args.state_dir, merged.dataset) or {}  # the code its shards judged (a project's own, or tokfidelity's)
+        status = check_gate(args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir,
+                            reconstructor=record.get("reconstructor"), renderer=record.get("renderer"))
         if not status.open:
             return _closed(status, "merge")
         print(status.message)
@@ -59,7 +66,8 @@ def run(args) -> int:
         print(json.dumps(record, indent=2, ensure_ascii=False))
         return EXIT_OK
 
-    status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir)
+    status = check_gate(args.dataset, golden_dir=args.golden_dir, tokenizer=args.tokenizer, state_dir=args.state_dir,
+                        reconstructor=args.reconstruct, renderer=args.render)
     if status.open:
         print(status.message)
         return EXIT_OK

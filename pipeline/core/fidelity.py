@@ -21,7 +21,7 @@ from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_unless
 from .responses import ResponseError, parse_response
 from .tokenizer import Tokenizer
-from .views import view_turn_and_bytes
+from .views import api_view, view_turn_and_bytes
 
 __all__ = [
     "EXACT",
@@ -110,12 +110,20 @@ class Judge:
     def __init__(
         self, profile: Profile, tokenizer: Tokenizer, view: str, accept: Mapping[str, float] | None = None,
         explain: Callable[[GoldenSample, Diagnosis, str], Any] | None = None, prompts: bool = True,
+        reconstruct: Callable[[Mapping[str, Any]], list[int]] | None = None,
+        render: Callable[..., list[int]] | None = None,
+        trainer: Any = None,
     ):
         from .prompt_check import PromptJudge
 
         self.profile = profile
+        # A user's own functions (own_code.bound_reconstructor / bound_renderer), judged instead of
+        # tokfidelity's: None judges tokfidelity's reconstruction and rendering.
+        self.reconstruct = reconstruct
+        # A trainer's preprocessing (trainers.Trainer), judged on both sides instead of tokfidelity's code.
+        self.trainer = trainer
         # The prompt side: each sample's conversation rendered and compared with its prompt_ids (None: off).
-        self.prompts = PromptJudge(profile, tokenizer) if prompts else None
+        self.prompts = PromptJudge(profile, tokenizer, render) if prompts else None
         self.tokenizer = tokenizer
         self.view = view
         # Called on each diagnosed sample with its verdict kind (e.g. a report's per-sample details,
@@ -151,8 +159,8 @@ class Judge:
 
     def prompt_sides(self, sample: GoldenSample | GoldenError, verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
         """``output_sides``' verdicts with the sample's prompt side, rendered once for every view."""
-        if type(sample) is not GoldenSample or all(v.kind == BAD_INPUT for v in verdicts):
-            return verdicts
+        if type(sample) is not GoldenSample or all(v.kind == BAD_INPUT for v in verdicts) or self.trainer is not None:
+            return verdicts  # (a trainer's verdict holds its prompt side)
         prompt = self._prompt(sample)
         return tuple(
             v if v.kind == BAD_INPUT else prompt if type(prompt) is Verdict else with_prompt(v, sample, prompt) for v in verdicts
@@ -192,6 +200,12 @@ class Judge:
         return Verdict(sample.id, sample.line, BAD_INPUT, len(sample.output_ids), report=f"line {sample.line} ({sample.id}): {problem}")
 
     def _judge(self, sample: GoldenSample) -> Verdict:
+        if self.trainer is not None:
+            from .trainers import judge_with_trainer
+
+            return judge_with_trainer(self, sample)
+        if self.reconstruct is not None:
+            return self._judge_own(sample)
         golden = sample.output_ids
         golden_bytes = None  # the golden ids' bytes, when the view decoded them: a diagnosis reuses them
         try:
@@ -214,6 +228,25 @@ class Judge:
             return Verdict(sample.id, sample.line, EXACT, len(golden))
         self._differed += 1
         return self._diagnosed(sample, golden, rebuilt, golden_bytes, response.finish_reason)
+
+    def _judge_own(self, sample: GoldenSample) -> Verdict:
+        """The verdict on a user's reconstruction: the message dict the view returns (or the recorded
+        response), through the user's function, compared and diagnosed as tokfidelity's own would be."""
+        golden = sample.output_ids
+        try:
+            if sample.response is not None:
+                finish = parse_response(sample.response).finish_reason  # a response that cannot be read is bad input
+                message = sample.response
+            else:
+                message = api_view(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
+                finish = message["finish_reason"]
+        except (ResponseError, ReconstructionError) as e:
+            where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"
+            return Verdict(sample.id, sample.line, BAD_INPUT, len(golden), report=f"{sample.id}: line {sample.line}: field {where!r}: {e.message}")
+        rebuilt = self.reconstruct(message)
+        if rebuilt == golden:
+            return Verdict(sample.id, sample.line, EXACT, len(golden))
+        return self._diagnosed(sample, golden, rebuilt, None, finish)
 
     def _diagnosed(
         self, sample: GoldenSample, golden: Sequence[int], rebuilt: Sequence[int], golden_bytes: bytes | None = None,

@@ -188,20 +188,22 @@ def write_open_record(
     tokenizer_location: str | None = None,
     prompts: str = "on",
     counts_by_view: Mapping[str, Counts] | None = None,
+    own: Mapping[str, Any] | None = None,
 ) -> Path:
     """Record a full green run of one dataset: the gate opens for these exact inputs.
     ``view``: the view, or every view, its samples were judged under (``views`` in the record; ``view``
     too when there is one); ``counts_by_view``: the counts of each view, when there are several.
     ``pins``: the hashes of what the run read (default: the dataset files as they are now);
     ``tokenizer_location``: where the run found the tokenizer (checks use it when given none);
-    ``prompts``: "on", or "off" when the run skipped the prompt verdicts (--tokfidelity-prompts=off)."""
+    ``prompts``: "on", or "off" when the run skipped the prompt verdicts (--tokfidelity-prompts=off);
+    ``own``: the reconstruction and rendering judged (``own_code.record_fields``; None: tokfidelity's)."""
     dataset_dir = Path(dataset_dir)
     record = {
         "format": RECORD_FORMAT,
         "status": "open",
         "dataset": dataset_dir.name,
         "prompts": prompts,
-        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location),
+        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location, own),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts),
         **({"counts_by_view": {v: c.to_record() for v, c in counts_by_view.items()}} if counts_by_view else {}),
         "pytest_args": list(pytest_args),
@@ -403,8 +405,12 @@ def check_gate(
     state_dir: str | os.PathLike | None = None,
     profile: str | None = None,
     view: str | None = None,
+    reconstructor: str | None = None,
+    renderer: str | None = None,
 ) -> GateStatus:
-    """Is the gate of ``dataset`` open? Open when a green record matches today's golden files,
+    """Is the gate of ``dataset`` open? ``reconstructor`` / ``renderer``: the project's own code the caller
+    builds with, by the name the record gives it (None: tokfidelity's own); a gate opened for other code is
+    closed to it. Open when a green record matches today's golden files,
     tokenizer fingerprint and code fingerprint, its counts could have opened it, and the stage's
     own ``profile`` / ``tokenizer`` / ``view`` (None: the manifest's) are the ones it was opened
     with; otherwise the message says what is missing or changed, and ``next_step`` what to do
@@ -430,6 +436,10 @@ def check_gate(
     if (found := _record_problems(record, where, command)) is not None:
         return closed(*found[:1], found[1:])
     option_problems, option_steps = _option_problems(record, profile, view)
+    from .own_code import record_problems
+
+    own_problems, own_steps = record_problems(record, reconstructor, renderer)
+    option_problems, option_steps = option_problems + own_problems, option_steps + own_steps
     if option_problems:
         return closed("; ".join(option_problems), option_steps)
     problems, steps, checked = _pinned_problems(record, dataset_dir, tokenizer, command)
@@ -438,11 +448,13 @@ def check_gate(
     counts = record.get("counts", {})
     summary = ", ".join(f"{k} {v}" for k, v in counts.items() if isinstance(v, (int, float)))
     off = PROMPTS_OFF_NOTE if record.get("prompts") == "off" else ""
+    from .own_code import judged_note
+
     return GateStatus(
         True,
         name,
         f"gate for {name} is open: green run of {record.get('time', '?')} ({summary}) matches today's golden "
-        f"files, tokenizer and code.{off}",
+        f"files, tokenizer and code{judged_note(record)}.{off}",
         command,
         tokenizer=checked,
         prompts_checked=not off,
@@ -487,8 +499,11 @@ def _render_problems(record: Mapping[str, Any]) -> list[str]:
 
 def _pinned_fields(
     dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, profile, view, pins: Pins | None, tokenizer_location: str | None = None,
+    own: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a record pins: golden files, tokenizer, profile, view, code and libraries."""
+    """What a record pins: golden files, tokenizer, profile, view, the code judged (tokfidelity's, and the
+    project's own reconstruction and rendering when those were judged) and libraries."""
+    from .own_code import record_fields
     golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
     code = code_file_hashes()
     libs = library_versions()
@@ -507,6 +522,7 @@ def _pinned_fields(
         **({"view": view} if isinstance(view, str) else {"view": view[0]} if len(view) == 1 else {}),
         "views": [view] if isinstance(view, str) else list(view),
         "code_files": code,
+        **(dict(own) if own is not None else record_fields(None, None)),
         "libraries": libs,
         "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
     }
@@ -530,6 +546,7 @@ def write_shard_record(
     pytest_args: Sequence[str] = (),
     tokenizer_location: str | None = None,
     prompts: str = "on",
+    own: Mapping[str, Any] | None = None,
 ) -> Path:
     """Record one shard's run (``<DATASET>.shard-I-of-N.json``): its counts, whether it was green,
     and the same pins as a full record. It opens nothing; ``merge_shards`` decides."""
@@ -544,7 +561,7 @@ def write_shard_record(
         "reason": reason,
         "dataset": dataset_dir.name,
         "prompts": prompts,
-        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location),
+        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location, own),
         "expected": expected,
         "checks_passed": sorted(checks_passed),
         "counts": counts.to_record(),
@@ -620,6 +637,7 @@ def merge_shards(
         prompts="off" if any(shards[i].record.get("prompts") == "off" for i in shards) else "on",
         pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {})),
         tokenizer_location=ref.get("tokenizer_location"),
+        own={k: ref[k] for k in ("reconstructor", "renderer", "own_files") if k in ref} or None,
     )
     return GateStatus(
         True, name,

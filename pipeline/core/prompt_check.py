@@ -167,9 +167,12 @@ class PromptJudge:
     """Prompt verdicts for one dataset's samples: ``PROMPT_EXACT``, ``PROMPT_UNCHECKED`` or a
     ``PromptDivergence``; a conversation that cannot be rendered raises ``RenderError``."""
 
-    def __init__(self, profile: Profile, tokenizer: Tokenizer):
+    def __init__(self, profile: Profile, tokenizer: Tokenizer, render: Callable[..., list[int]] | None = None):
         self.profile = profile
         self.tokenizer = tokenizer
+        # a user's renderer (own_code.bound_renderer), judged instead of the model's template; a
+        # divergence is still placed by segment with the model's template
+        self.render = render
         self._encoder: _Encoder | None = None  # made on first use (a Judge that never sees prompt_ids needs none)
         self._inputs: dict[tuple[bytes, bytes], Prepared] = {}
         self._harmony = _harmony_renderer(profile, tokenizer)
@@ -188,7 +191,10 @@ class PromptJudge:
         golden = sample.prompt_ids
         if golden is None or not sample.messages:
             return PROMPT_UNCHECKED
-        rendered = self.ids(sample.messages, sample.tools, sample.chat_template_kwargs)
+        if self.render is not None:
+            rendered = self.render(sample.messages, sample.tools, sample.chat_template_kwargs)
+        else:
+            rendered = self.ids(sample.messages, sample.tools, sample.chat_template_kwargs)
         if rendered == golden:
             return PROMPT_EXACT
         return diagnose_prompt(self, sample, rendered)

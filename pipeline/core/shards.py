@@ -128,6 +128,9 @@ AGREED = (
     ("profile", "profile"),
     ("view", "API view"),
     ("code_fingerprint", "code and library fingerprint"),
+    ("reconstructor", "reconstruction judged"),
+    ("renderer", "prompt rendering judged"),
+    ("own_files", "project's own source files"),
     ("format", "record format"),
 )
 

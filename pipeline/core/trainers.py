@@ -1,0 +1,242 @@
+"""The trainers' own preprocessing, judged: are the ids a trainer trains on the ids the model generated?
+
+A drafter trainer re-renders each regenerated conversation through a chat template of its own and
+trains on the loss-masked span. ``--tokfidelity-trainer=specforge:TEMPLATE`` judges SpecForge's
+``preprocess_conversations`` with a template from its registry: each sample's conversation is its
+``messages`` plus the assistant message the view returns; it passes when the last loss-masked span is
+the engine's output ids and the ids before it are the engine's prompt ids. Each difference gets a
+named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfidelity's own diagnosis.
+
+The only module touching SpecForge (and its transformers tokenizer, loaded with
+``trust_remote_code=False`` from a folder whose config names no code of its own).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import TokfidelityError
+
+__all__ = ["Trainer", "TrainerError", "CLASSES", "ADVICE", "trainer_name", "load_trainer", "judge_with_trainer", "classify",
+           "CLASS_PREFIX"]
+
+SPECFORGE = "specforge"
+CLASS_PREFIX = "trainer:"  # a trainer divergence's class among a verdict's classes
+SYSTEM_PROMPT_ADDED = "system-prompt-added"
+EMPTY_REASONING_ADDED = "empty-reasoning-added"
+REASONING_DROPPED = "reasoning-dropped"
+STOP_OUTSIDE_MASK = "stop-token-outside-mask"
+MASK_OFF_BY_N = "mask-off-by-n"
+TOOL_CALL_RERENDERED = "tool-call-re-rendered"
+TEMPLATE_HEADER_WRONG = "template-header-wrong"
+RETOKENIZED = "re-tokenized"
+OTHER = "other"
+CLASSES = (SYSTEM_PROMPT_ADDED, EMPTY_REASONING_ADDED, REASONING_DROPPED, STOP_OUTSIDE_MASK, MASK_OFF_BY_N,
+           TOOL_CALL_RERENDERED, TEMPLATE_HEADER_WRONG, RETOKENIZED, OTHER)
+ADVICE = {
+    SYSTEM_PROMPT_ADDED: "the trainer's template adds a system prompt the engine never saw (or writes its own in "
+    "place of the engine's): set the template's system_prompt to None, or train on the prompt the engine rendered",
+    EMPTY_REASONING_ADDED: "the template writes an empty <think></think> block where the model wrote none: the "
+    "drafter learns to emit it; use a template that leaves an answer without reasoning as it is",
+    REASONING_DROPPED: "the model's reasoning is missing from the trained span: keep reasoning_content in the "
+    "conversation and use a thinking template",
+    STOP_OUTSIDE_MASK: "the stop token the model generated is not in the loss mask: the drafter never learns to stop",
+    MASK_OFF_BY_N: "the loss mask starts or ends N tokens away from what the model generated (e.g. the template's "
+    "newline after the end-of-turn token, a token the model never generated, is trained on)",
+    TOOL_CALL_RERENDERED: "the tool calls are re-rendered by the template (other JSON spacing or key order, other "
+    "framing) instead of the text the model wrote",
+    TEMPLATE_HEADER_WRONG: "the ids before the span end differently from the engine's prompt: the assistant header "
+    "or generation prompt of the trainer's template is not the model's",
+    RETOKENIZED: "the same text, other ids: the trainer encodes the text again, so the engine's own (non-canonical) "
+    "split is lost; train on the engine's ids",
+    OTHER: "the trained ids differ from the engine's in another way: compare the windows below",
+}
+
+
+class TrainerError(TokfidelityError, ValueError):
+    """A trainer spec that names no trainer or template, or a tokenizer the trainer cannot load."""
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """``build(messages, tools, assistant message) -> (input_ids, loss_mask)``, as the trainer makes them."""
+
+    name: str  # "specforge 0.2.0:qwen3-thinking"
+    build: Callable[[Sequence[Mapping], Sequence | None, Mapping], tuple[list[int], list[int]]]
+
+
+def _templates() -> list[str]:
+    from specforge.data.template import TEMPLATE_REGISTRY
+
+    return TEMPLATE_REGISTRY.get_all_template_names()
+
+
+def trainer_name(spec: str, field: str = "--tokfidelity-trainer") -> str:
+    """The name a record gives the trainer ``spec`` names, with its version; a TrainerError when it names none."""
+    kind, _, template = spec.partition(":")
+    if kind != SPECFORGE or not template:
+        raise TrainerError(f"expected specforge:TEMPLATE (SpecForge's chat templates), got {spec!r}", field=field)
+    try:
+        from importlib.metadata import version
+
+        names = _templates()
+    except ImportError as e:
+        raise TrainerError(f"SpecForge is not installed ({e}): pip install specforge --no-deps", field=field) from None
+    if template not in names:
+        raise TrainerError(f"SpecForge has no template {template!r}; its templates: {', '.join(names)}", field=field)
+    return f"{SPECFORGE} {version('specforge')}:{template}"
+
+
+def load_trainer(spec: str, tokenizer_location: str) -> Trainer:
+    """The trainer ``spec`` names, over the transformers tokenizer in ``tokenizer_location``."""
+    name = trainer_name(spec)
+    from pathlib import Path
+
+    from .model_files import FolderCodeRefused, refuse_folder_code
+
+    try:
+        if Path(tokenizer_location).is_dir():
+            refuse_folder_code(tokenizer_location)
+    except FolderCodeRefused as e:
+        raise TrainerError(f"SpecForge needs a transformers tokenizer; {e.message}", field="tokenizer") from None
+    from specforge.data.preprocessing import preprocess_conversations
+    from specforge.data.template import TEMPLATE_REGISTRY
+    from transformers import AutoTokenizer
+
+    from .model_files import transformers_source
+
+    try:
+        with transformers_source(tokenizer_location) as (folder, kwargs):  # a GGUF file alone, or a checked folder
+            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
+    except (OSError, ValueError) as e:  # not a transformers tokenizer (a bare tiktoken encoding)
+        raise TrainerError(f"SpecForge needs a transformers tokenizer; transformers cannot load one from "
+                           f"{tokenizer_location} ({type(e).__name__}: {str(e).splitlines()[0][:160]})", field="tokenizer") from None
+    template = TEMPLATE_REGISTRY.get(spec.partition(":")[2])
+
+    def build(messages, tools, message):
+        conversation = [*messages, {"role": "assistant", **message}]
+        out = preprocess_conversations(tokenizer, [conversation], template, max_length=1 << 20, tools=[list(tools or [])])
+        return out["input_ids"][0][0].tolist(), out["loss_mask"][0][0].tolist()
+
+    return Trainer(name, build)
+
+
+def assistant_message(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The assistant message a regenerated conversation stores: the view's text fields as returned."""
+    message: dict[str, Any] = {"content": response.get("content") or ""}
+    if response.get("reasoning"):
+        message["reasoning_content"] = response["reasoning"]
+    if response.get("tool_calls"):
+        message["tool_calls"] = [dict(c) for c in response["tool_calls"]]
+    return message
+
+
+def last_span(ids: Sequence[int], mask: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(the ids before the last loss-masked span, that span); ([], []) with nothing masked."""
+    end = max((i + 1 for i, m in enumerate(mask) if m), default=0)
+    start = end
+    while start > 0 and mask[start - 1]:
+        start -= 1
+    return list(ids[:start]), list(ids[start:end])
+
+
+def _contains(big: Sequence[int], small: Sequence[int]) -> int | None:
+    """Where ``small`` starts inside ``big`` (None: nowhere)."""
+    n = len(small)
+    return next((i for i in range(len(big) - n + 1) if list(big[i:i + n]) == list(small)), None) if n else None
+
+
+def _output_classes(golden: Sequence[int], span: Sequence[int], tokenizer, profile) -> list[str]:
+    out: list[str] = []
+    gtext, stext = tokenizer.decode(golden), tokenizer.decode(span)
+    if re.search(r"<think>\s*</think>", stext) and not re.search(r"<think>\s*</think>", gtext):
+        out.append(EMPTY_REASONING_ADDED)
+    think_end = profile.ids.get("think_end")
+    if think_end is not None and think_end in golden:
+        reasoning = tokenizer.decode(golden[: golden.index(think_end)]).replace("<think>", "").strip()
+        if reasoning and reasoning not in stext:
+            out.append(REASONING_DROPPED)
+    stop = profile.stop_ids
+    if golden and golden[-1] in stop and golden[-1] not in span:  # missing, or another stop token in its place
+        out.append(STOP_OUTSIDE_MASK)
+    if len(span) != len(golden) and (_contains(span, golden) is not None or _contains(golden, span) is not None):
+        out.append(MASK_OFF_BY_N)
+    calls = {i for r, i in profile.ids.items() if r in ("tool_call_begin", "tool_calls_begin")}
+    first = next((k for k, i in enumerate(golden) if i in calls), None)
+    if first is not None:
+        tail = tokenizer.decode([i for i in golden[first:] if i not in stop]).strip()
+    else:
+        marker = next((m for m in ("<tool_call>", "to=functions.") if m in gtext), None)
+        tail = gtext[gtext.find(marker):].strip() if marker else ""
+    if tail and tail not in stext and not any(_strip_stop(tail, t) in stext for t in profile.spec.stop_texts):
+        out.append(TOOL_CALL_RERENDERED)
+    if not out:
+        out.append(RETOKENIZED if gtext == stext else OTHER)
+    return out
+
+
+def _strip_stop(text: str, stop: str) -> str:
+    return text[: -len(stop)].strip() if text.endswith(stop) else text
+
+
+def _prompt_classes(golden: Sequence[int], before: Sequence[int], tokenizer, profile) -> list[str]:
+    """A system prompt added where the engine's prompt had none (or had only its tool declarations), a header
+    that differs near the end (the assistant header, the generation prompt), else another difference."""
+    n = next((i for i, (a, b) in enumerate(zip(golden, before)) if a != b), min(len(golden), len(before)))
+    user = profile.ids.get("prompt.user")
+    before_user = user not in golden[:n] if user is not None else "user" not in tokenizer.decode(golden[:n]).lower()
+    if before_user and (user is not None or "system" in tokenizer.decode(before[: n + 4]).lower()):
+        return [SYSTEM_PROMPT_ADDED]  # the difference is in what comes before the first user turn
+    if n >= len(golden) - 8 or n >= len(before) - 8:
+        return [TEMPLATE_HEADER_WRONG]
+    return [OTHER]
+
+
+def classify(golden_output: Sequence[int], golden_prompt: Sequence[int] | None, before: Sequence[int], span: Sequence[int],
+             tokenizer, profile) -> tuple[list[str], list[str]]:
+    """(output classes, prompt classes) of a trainer's sequence against the engine's ids (empty: equal)."""
+    output = [] if list(span) == list(golden_output) else _output_classes(list(golden_output), list(span), tokenizer, profile)
+    prompt = [] if golden_prompt is None or list(before) == list(golden_prompt) else _prompt_classes(golden_prompt, before, tokenizer, profile)
+    return output, prompt
+
+
+def _window(ids: Sequence[int], at: int, tokenizer) -> str:
+    return " ".join(f"{i}:{tokenizer.token_text(i)!r}" for i in ids[max(0, at - 4): at + 5]) or "(end)"
+
+
+def judge_with_trainer(judge, sample):
+    """The verdict on one golden sample under ``judge.trainer`` (a fidelity.Judge): output and prompt side."""
+    from .diagnose import diagnose
+    from .fidelity import DIVERGENT, EXACT, Verdict
+    from .prompt_check import PROMPT_EXACT, PROMPT_UNCHECKED
+    from .views import api_view
+
+    tok, golden = judge.tokenizer, sample.output_ids
+    if sample.response is not None:  # a recorded provider response: the message the trainer got
+        from .own_code import flat_message
+
+        response = flat_message(sample.response)
+    else:
+        response = api_view(golden, sample.finish_reason, judge.profile, tok, judge.view)
+    ids, mask = judge.trainer.build(sample.messages or [], sample.tools, assistant_message(response))
+    before, span = last_span(ids, mask)
+    checked = sample.prompt_ids is not None and bool(sample.messages)
+    output, prompt = classify(golden, sample.prompt_ids if checked else None, before, span, tok, judge.profile)
+    prompt_side = (CLASS_PREFIX + prompt[0]) if prompt else PROMPT_EXACT if checked else PROMPT_UNCHECKED
+    if not output and not prompt:
+        return Verdict(sample.id, sample.line, EXACT, len(golden), prompt=prompt_side)
+    lines = [f"trainer {judge.trainer.name}: " + ", ".join(output + prompt)]
+    lines += [f"  {c}{f' ({len(span) - len(golden):+d} tokens)' if c == MASK_OFF_BY_N else ''}: {ADVICE[c]}" for c in output + prompt]
+    if prompt:
+        n = next((i for i, (a, b) in enumerate(zip(sample.prompt_ids, before)) if a != b), min(len(before), len(sample.prompt_ids)))
+        lines.append(f"prompt side at index {n}: engine {_window(sample.prompt_ids, n, tok)}\n  trainer {_window(before, n, tok)}")
+    if output:
+        lines.append("output side (the loss-masked span against the engine's output ids):\n"
+                     + diagnose(golden, span, tok, profile=judge.profile, finish_reason=sample.finish_reason).render())
+    classes = tuple(dict.fromkeys(CLASS_PREFIX + c for c in output + prompt))
+    return Verdict(sample.id, sample.line, DIVERGENT, len(golden), classes=classes, hunks=len(classes),
+                   hunks_by_class=dict.fromkeys(classes, 1), signature={"trainer": list(classes), "span": span[-8:],
+                   "before": before[-8:]}, report="\n".join(lines), prompt=prompt_side)

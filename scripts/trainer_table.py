@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The trainers' table (docs/trainers.md): SpecForge's preprocessing judged on every shipped golden dataset
+whose family one of its templates covers; per dataset and template, samples exact / total and the top classes.
+
+    TOKFIDELITY_TOKENIZERS=../shared/tokenizers .venv/bin/python scripts/trainer_table.py
+
+Each sample is judged as `pytest --tokfidelity-dataset=DS --tokfidelity-trainer=specforge:TEMPLATE` judges it
+(pipeline.core.trainers through fidelity.Judge, the dataset's first view)."""
+
+from __future__ import annotations
+
+import collections
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# profile -> the SpecForge 0.2.0 templates written for that family
+TEMPLATES = {"qwen3": ("qwen3-thinking", "qwen3-instruct"), "deepseek-v3": ("deepseek-v3",), "gpt-oss": ("gpt-oss",),
+             "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking",)}
+
+
+def measure(dataset: Path, template: str) -> str:
+    from pipeline.core.binding import bind_dataset
+    from pipeline.core.fidelity import EXACT, Judge
+    from pipeline.core.golden import GoldenSample, load_manifest, read_samples
+    from pipeline.core.tokenizer import tokenizer_location
+    from pipeline.core.trainers import CLASS_PREFIX, TrainerError, load_trainer
+
+    manifest = load_manifest(dataset)
+    location = tokenizer_location(manifest.tokenizer)
+    try:
+        trainer = load_trainer(f"specforge:{template}", location)
+    except TrainerError as e:
+        return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0]} |"
+    tokenizer, profile = bind_dataset(manifest.profile, location)
+    judge = Judge(profile, tokenizer, manifest.views[0], trainer=trainer)
+    classes: collections.Counter = collections.Counter()
+    exact = total = 0
+    for sample in read_samples(dataset):
+        if not isinstance(sample, GoldenSample):
+            continue
+        total += 1
+        try:
+            verdict = judge(sample)
+        except Exception as e:  # noqa: BLE001 - the trainer could not build the sample: counted by its error
+            classes[f"error: {type(e).__name__}"] += 1
+            continue
+        exact += verdict.kind == EXACT
+        classes.update(c.removeprefix(CLASS_PREFIX) for c in verdict.classes)
+    top = ", ".join(f"{c} {n}" for c, n in classes.most_common(4)) or "-"
+    return f"| {dataset.name} | {template} | {exact} / {total} | {top} |"
+
+
+def main() -> int:
+    from pipeline.core.golden import load_manifest
+
+    print("| dataset | SpecForge 0.2.0 template | exact / total | top classes (samples) |")
+    print("|---|---|---:|---|")
+    for dataset in sorted(p for p in (ROOT / "golden").iterdir() if (p / "manifest.json").is_file()):
+        for template in TEMPLATES.get(load_manifest(dataset).profile, ()):
+            print(measure(dataset, template), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""--tokfidelity-trainer: SpecForge 0.2.0's preprocessing judged against the engine's ids (pipeline.core.trainers).
+
+The classes are built here on known ids (each could fail), a trainer that trains on exactly the engine's ids
+passes, and the real SpecForge with its qwen3-thinking template fails Q1_glaive's samples with the classes the
+first look found: the template's newline after <|im_end|> in the mask, and a system prompt the engine never saw."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.core.fidelity import DIVERGENT, EXACT, Judge
+from pipeline.core.golden import parse_sample
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
+from pipeline.core.trainers import (
+    CLASS_PREFIX, EMPTY_REASONING_ADDED, MASK_OFF_BY_N, REASONING_DROPPED, RETOKENIZED, STOP_OUTSIDE_MASK,
+    SYSTEM_PROMPT_ADDED, TEMPLATE_HEADER_WRONG, Trainer, TrainerError, classify, last_span, trainer_name,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN = load_tokenizer("qwen3")
+PROFILE = bind_profile("qwen3", QWEN)
+STOP = PROFILE.stop_id
+
+
+def q1(n: int = 1) -> list[dict]:
+    with open(ROOT / "golden" / "Q1_glaive" / "samples.jsonl", encoding="utf-8") as f:
+        return [s for s in map(json.loads, f) if "response" not in s and s.get("prompt_ids")][:n]
+
+
+def test_each_class_on_known_ids():
+    enc = QWEN.encode
+    golden = enc("<think>\nAdd them.\n</think>\n\n3<|im_end|>")
+    prompt = enc("<|im_start|>user\nWhat is 1 + 2?<|im_end|>\n<|im_start|>assistant\n")
+
+    def output(span):
+        return classify(golden, None, [], span, QWEN, PROFILE)[0]
+
+    assert output(golden) == []
+    assert output(golden + enc("\n")) == [MASK_OFF_BY_N]
+    assert output(golden[:-1]) == [STOP_OUTSIDE_MASK, MASK_OFF_BY_N]
+    assert output(enc("3<|im_end|>")) == [REASONING_DROPPED, MASK_OFF_BY_N]
+    plain = enc("3<|im_end|>")
+    assert classify(plain, None, [], enc("<think>\n\n</think>\n\n3<|im_end|>"), QWEN, PROFILE)[0] == [EMPTY_REASONING_ADDED, MASK_OFF_BY_N]
+    split = QWEN.encode_ordinary(" initial") + QWEN.encode_ordinary("izer") + [STOP]
+    assert classify(split, None, [], enc(" initializer<|im_end|>"), QWEN, PROFILE)[0] == [RETOKENIZED]
+    system = enc("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n") + prompt
+    assert classify(golden, prompt, system, golden, QWEN, PROFILE) == ([], [SYSTEM_PROMPT_ADDED])
+    assert classify(golden, prompt, prompt[:-1], golden, QWEN, PROFILE)[1] == [TEMPLATE_HEADER_WRONG]
+
+
+def test_the_last_masked_span_and_what_comes_before_it():
+    assert last_span([1, 2, 3, 4, 5, 6], [0, 1, 0, 0, 1, 1]) == ([1, 2, 3, 4], [5, 6])
+    assert last_span([1, 2], [0, 0]) == ([], [])
+
+
+def test_a_trainer_that_trains_on_the_engine_ids_passes_and_one_that_does_not_is_diagnosed():
+    sample = q1()[0]
+    parsed = parse_sample(sample, Path("Q1"), 1)
+    faithful = Trainer("faithful", lambda m, t, msg: (sample["prompt_ids"] + sample["output_ids"],
+                                                      [0] * len(sample["prompt_ids"]) + [1] * len(sample["output_ids"])))
+    verdict = Judge(PROFILE, QWEN, "sglang", trainer=faithful)(parsed)
+    assert verdict.kind == EXACT and verdict.prompt == "exact"
+    newline = QWEN.encode("\n")
+    trailing = Trainer("trailing", lambda m, t, msg: (sample["prompt_ids"] + sample["output_ids"] + newline,
+                                                      [0] * len(sample["prompt_ids"]) + [1] * (len(sample["output_ids"]) + 1)))
+    verdict = Judge(PROFILE, QWEN, "sglang", trainer=trailing)(parsed)
+    assert verdict.kind == DIVERGENT and verdict.classes == (CLASS_PREFIX + MASK_OFF_BY_N,)
+    assert "mask-off-by-n (+1 tokens)" in verdict.report and "198 '\\n'" in verdict.report
+
+
+def test_specs_name_a_specforge_template():
+    assert trainer_name("specforge:qwen3-thinking") == "specforge 0.2.0:qwen3-thinking"
+    with pytest.raises(TrainerError, match="has no template 'nope'"):
+        trainer_name("specforge:nope")
+    with pytest.raises(TrainerError, match="expected specforge:TEMPLATE"):
+        trainer_name("speculators")
+
+
+@pytest.fixture
+def q1_project(tmp_path) -> Path:
+    shutil.copytree(ROOT / "golden" / "Q1_glaive", tmp_path / "golden" / "Q1_glaive")
+    return tmp_path
+
+
+def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", *args],
+                          cwd=folder, capture_output=True, text=True, timeout=900, env=env)
+
+
+def test_specforge_qwen3_thinking_fails_q1_with_named_classes(q1_project):
+    run = _pytest(q1_project, "--tokfidelity-dataset=Q1", "--tokfidelity-trainer=specforge:qwen3-thinking")
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    out = run.stdout
+    assert "Q1_glaive: 70 samples: 0 exact, 70 new divergences" in out
+    assert out.count("(judged: trainer specforge 0.2.0:qwen3-thinking)") == 70
+    assert "trainer:mask-off-by-n" in out and "trainer:system-prompt-added" in out and "trainer:empty-reasoning-added" in out
+    record = json.loads((q1_project / ".tokfidelity" / "gates" / "Q1_glaive.json").read_text())
+    assert record["status"] == "closed"
+    bad = _pytest(q1_project, "--tokfidelity-dataset=Q1", "--tokfidelity-trainer=specforge:nope")
+    assert bad.returncode == 4 and "SpecForge has no template 'nope'" in bad.stderr
