@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from .minijinja_renderer import MiniJinjaTemplate, TemplateRaised, Unsupported, plain_inputs
 from .template_adapter import Prepared, TemplateRenderer
+from .watchdog import TimeLimitExceeded
 
 __all__ = ["ChatRenderer", "TemplateFallback", "fallbacks", "ENGINE_ENV"]
 
@@ -101,6 +102,10 @@ class ChatRenderer:
             raise
         except Exception as e:  # noqa: BLE001 - whatever MiniJinja refused, transformers' renderer decides
             failure = e
+        except BaseException as e:  # the caller's time limit, arriving while MiniJinja ran Python code, is a panic there
+            if type(e).__name__ == "PanicException" and TimeLimitExceeded.__name__ in str(e):
+                raise TimeLimitExceeded() from None
+            raise
         text = self.reference()(conversation, prepared, add_generation_prompt)  # its error, if it fails too, is the render's
         self._mini = None
         _say(self.template, f"MiniJinja failed a conversation transformers renders ({type(failure).__name__}: "
