@@ -18,6 +18,7 @@ it would print otherwise, a render it fails: each rendered by transformers, said
 from __future__ import annotations
 
 import copy
+import os
 import json
 import random
 import subprocess
@@ -251,3 +252,21 @@ def test_verifying_kimi_imports_no_transformers():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("engine", ["", "transformers"])
+def test_the_suite_imports_transformers_only_where_a_template_falls_back(tmp_path, engine):
+    """A user's project verifying B1 (Kimi K2.5, prompt verdicts on): no process of the run (the controlling one,
+    the forked judges: ``-X importtime`` is inherited) imports transformers or jinja2, unless transformers'
+    renderer is asked for (``TOKFIDELITY_TEMPLATE_ENGINE=transformers``), which proves the check can fail."""
+    import shutil
+
+    shutil.copytree(GOLDEN / "B1_glaive", tmp_path / "golden" / "B1_glaive")
+    env = {**os.environ, chat_renderer.ENGINE_ENV: engine, "TOKFIDELITY_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "pytest", "--tokfidelity-dataset=B1_glaive", "-q",
+                          "-p", "no:cacheprovider", "-p", "no:randomly"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0 and "148 passed" in out.stdout and "prompts: 144 exact" in out.stdout, out.stdout[-3000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "minijinja" in imported or engine
+    assert ({"transformers", "jinja2"} & imported) == ({"transformers", "jinja2"} if engine else set())
