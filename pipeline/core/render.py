@@ -8,8 +8,10 @@ runs no code from a model repository:
 * the template is the model's own, from the tokenizer's files (:func:`chat_template`):
   ``chat_template.jinja`` in the tokenizer folder, else ``tokenizer_config.json``'s ``chat_template``,
   else a GGUF file's ``tokenizer.chat_template``;
-* it is rendered as transformers' ``render_jinja_template`` renders it (what ``apply_chat_template`` calls), by
-  :mod:`pipeline.core.template_adapter` (the same functions, the tools' plain copy made once per tool set);
+* it is rendered as transformers' ``render_jinja_template`` renders it (what ``apply_chat_template`` calls), byte
+  for byte: by MiniJinja where it renders the template identically, else by transformers' own functions
+  (:mod:`pipeline.core.chat_renderer` chooses; :mod:`pipeline.core.minijinja_renderer`,
+  :mod:`pipeline.core.template_adapter`);
 * the pre-processing a tokenizer class does in Python is data on the profile
   (``ProfileSpec.tools_preprocess``, ``ProfileSpec.chat_template_kwargs``), carried out by
   :data:`TOOL_STEPS`. Kimi K2.5: every tool dict deep-sorted by key, then ``tools_ts_str`` written by
