@@ -189,4 +189,6 @@ def test_a_small_run_forks_only_the_judges_its_chunks_need():
     small = prefetcher([])
     small.expected = 20  # set by warm_up when it was given every sample case
     assert small._pool_size() == 1
+    small.chunk = 5  # warm_up shares a small run out: 20 samples over 4 judges
+    assert small._pool_size() == 4
     assert WARM >= 20
