@@ -80,10 +80,10 @@ def main() -> int:
         if json.loads(manifest.read_text(encoding="utf-8"))["profile"] == "gpt-oss":
             continue
         profile, items = cases(manifest.parent)
-        minis: dict[str, MiniJinjaTemplate] = {}
-        refs: dict[str, TemplateRenderer] = {}
-        mini = lambda t: (lambda c, p: minis.setdefault(t, MiniJinjaTemplate(t))(c, p.tools, p.variables, True))  # noqa: E731
-        ref = lambda t: (lambda c, p: refs.setdefault(t, TemplateRenderer(t))(c, p, True))  # noqa: E731
+        minis = {t: MiniJinjaTemplate(t) for _, _, t in items}  # compiled once, as ChatRenderer does
+        refs = {t: TemplateRenderer(t) for _, _, t in items}
+        mini = lambda t: (lambda c, p: minis[t](c, p.tools, p.variables, True))  # noqa: E731
+        ref = lambda t: (lambda c, p: refs[t](c, p, True))  # noqa: E731
         for c, p, t in items:
             if mini(t)(c, p) != ref(t)(c, p):
                 sys.exit(f"{manifest.parent.name}: the engines disagree; run tests/test_minijinja_renderer.py")
