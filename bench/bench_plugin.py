@@ -379,22 +379,31 @@ def node_id_runs(tmp: Path, rounds: int) -> str:
     shutil.copytree(ROOT / "golden" / NODE_DATASET, project / "golden" / NODE_DATASET, dirs_exist_ok=True)
     node = f"golden/{NODE_DATASET}/samples.jsonl::{NODE_ID}"
 
-    def wall(*args: str) -> float:
+    import resource
+
+    cpu: dict[str, list[float]] = {"node": [], "bare": []}
+
+    def wall(what: str, *args: str) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=project, capture_output=True, text=True)
         took = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # pytest, and the judges it waited for
+        cpu[what].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         if proc.returncode != 0:
             sys.exit(f"pytest {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
         return took
 
-    wall("-q", node)  # warm: the tokenizer state cached, bytecode written
+    wall("node", "-q", node)  # warm: the tokenizer state cached, bytecode written
+    cpu["node"].clear()
     runs, bare = [], []
     for _ in range(rounds):
-        runs.append(wall("-q", node))
-        bare.append(wall("--version"))
+        runs.append(wall("node", "-q", node))
+        bare.append(wall("bare", "--version"))
     return (f"one node id ({node}, a project of its own, warm cache), median of {rounds} runs: "
-            f"{statistics.median(runs):.2f} s wall (runs {', '.join(f'{r:.2f}' for r in runs)}); bare `pytest --version` "
-            f"in the same rounds {statistics.median(bare):.2f} s (runs {', '.join(f'{r:.2f}' for r in bare)})")
+            f"{statistics.median(runs):.2f} s wall (runs {', '.join(f'{r:.2f}' for r in runs)}), CPU of all its processes "
+            f"{statistics.median(cpu['node']):.2f} s; bare `pytest --version` in the same rounds {statistics.median(bare):.2f} s "
+            f"wall (runs {', '.join(f'{r:.2f}' for r in bare)}), {statistics.median(cpu['bare']):.2f} s CPU")
 
 
 MODES = {"lone": (), "n2": ("-n", "2"), "lone-prompts-off": ("--tokfidelity-prompts=off",), "lone-diverging": ()}
