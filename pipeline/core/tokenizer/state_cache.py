@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..files import atomic_write, cache_root
 
-__all__ = ["tiktoken_state", "entry_path", "MAGIC"]
+__all__ = ["tiktoken_state", "entry_path", "MAGIC", "HF_MAGIC", "hf_key", "read_hf_state", "write_hf_state"]
 
 MAGIC = b"TOKFTIK1"
 _COUNT = struct.Struct("<I")
@@ -107,3 +107,93 @@ def tiktoken_state(path: Path) -> tuple[dict[bytes, int], list[bytes] | None]:
         ranks = dict(zip(tokens, values))
     contiguous = len(ranks) == len(tokens) and array("I", values) == array("I", range(len(tokens)))
     return ranks, tokens if contiguous else None
+
+
+# ------------------------------------------------------------------------------------------
+# A tokenizers-library tokenizer's built state: its byte table, and the fast encoder's ranks and verdict
+# ------------------------------------------------------------------------------------------
+HF_MAGIC = b"TOKFHF01"
+_HF_CODE = ("hf_files.py", "fast_bpe.py", "bpe_pattern.py")  # the code that builds the table and decides the verdict
+
+
+def hf_key(file_digests: dict[str, str], added_tokens: dict[str, int], fast: bool) -> bytes:
+    """What an HF tokenizer's state depends on: its files' bytes, its added tokens, the libraries' versions
+    and the source of the code that builds the table and proves the fast encoder."""
+    import tiktoken
+    import tokenizers
+
+    h = hashlib.sha256(HF_MAGIC)
+    for part in (tokenizers.__version__, tiktoken.__version__, str(fast), *sorted(file_digests.values()),
+                 repr(sorted(added_tokens.items()))):
+        h.update(part.encode() + b"\0")
+    here = Path(__file__).parent
+    for name in _HF_CODE:
+        h.update(hashlib.sha256((here / name).read_bytes()).digest())
+    return h.digest()
+
+
+def _frame(magic: bytes, key: bytes, sections: list[list[bytes]]) -> bytes:
+    parts = [key, _COUNT.pack(len(sections))]
+    for items in sections:
+        parts += [_COUNT.pack(len(items)), _ints(map(len, items))]
+    parts += [b"".join(items) for items in sections]
+    body = b"".join(parts)
+    return magic + hashlib.sha256(body).digest() + body
+
+
+def _unframe(magic: bytes, key: bytes, entry: bytes) -> list[list[bytes]] | None:
+    """The sections of an intact entry of this key and kind, else None."""
+    if len(entry) < 8 + 32 + 32 + 4 or entry[:8] != magic:
+        return None
+    body = entry[40:]
+    if hashlib.sha256(body).digest() != entry[8:40] or body[:32] != key:
+        return None
+    (count,) = _COUNT.unpack_from(body, 32)
+    at, lengths = 36, []
+    for _ in range(count):
+        if len(body) < at + 4:
+            return None
+        (n,) = _COUNT.unpack_from(body, at)
+        lengths.append(_from_ints(body[at + 4:at + 4 + 4 * n]))
+        if len(lengths[-1]) != n:
+            return None
+        at += 4 + 4 * n
+    sections = []
+    for sizes in lengths:
+        offsets = list(accumulate(sizes, initial=at))
+        if offsets[-1] > len(body):
+            return None
+        sections.append([body[a:b] for a, b in zip(offsets, offsets[1:])])
+        at = offsets[-1]
+    return sections if at == len(body) else None
+
+
+def read_hf_state(key: bytes) -> tuple[dict, list[bytes], dict[bytes, int] | None] | None:
+    """(meta, byte table, fast encoder's ranks or None) from an intact entry, else None."""
+    import json
+
+    try:
+        sections = _unframe(HF_MAGIC, key, entry_path(key).read_bytes())
+    except OSError:
+        return None
+    if sections is None or len(sections) != 4 or len(sections[0]) != 1 or len(sections[3]) != 1:
+        return None
+    try:
+        meta = json.loads(sections[0][0])
+    except ValueError:
+        return None
+    tokens, values = sections[2], _from_ints(sections[3][0])
+    if not isinstance(meta, dict) or len(tokens) != len(values):
+        return None
+    return meta, sections[1], dict(zip(tokens, values)) if meta.get("verdict") == "ok" else None
+
+
+def write_hf_state(key: bytes, meta: dict, table: list[bytes], ranks: dict[bytes, int] | None) -> None:
+    import json
+
+    tokens = sorted(ranks, key=ranks.__getitem__) if ranks else []
+    sections = [[json.dumps(meta).encode()], table, tokens, [_ints(ranks[t] for t in tokens)]]
+    try:
+        atomic_write(entry_path(key), _frame(HF_MAGIC, key, sections), mkdir=True)
+    except OSError:
+        pass  # no cache: built again next time
