@@ -220,3 +220,14 @@ def test_a_refused_fast_encoder_stays_refused_and_is_said_again(cache, monkeypat
     _load_cached.cache_clear()
     assert loads[0].encoder == loads[1].encoder == "tokenizers"
     same_tokenizer(loads[1], loads[0])
+
+
+def test_tokenizers_built_in_memory_are_never_cached(cache):
+    """Two different tokenizers with no files would share a key made of files: they are built each time."""
+    from pipeline.core.tokenizer.hf_files import HFTokenizer
+    from tokenizers import Tokenizer as RustTokenizer
+
+    qwen = RustTokenizer.from_file(str(QWEN3 / "tokenizer.json"))
+    first = HFTokenizer("a", "memory", [], qwen, {})
+    assert entries(cache) == []
+    assert first.encode_ordinary(TEXT) == hf_load(QWEN3).encode_ordinary(TEXT)

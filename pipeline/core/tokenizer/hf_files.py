@@ -43,8 +43,9 @@ class HFTokenizer(Tokenizer):
         self.n_vocab = tokenizer.get_vocab_size(with_added_tokens=True)
         # The byte table and the fast encoder's ranks and verdict are kept by the tokenizer-state cache, keyed by
         # the files, the added tokens, the libraries and this code (state_cache.hf_key): the second load reads them.
-        key = hf_key(self.file_digests, self.special_tokens, fast)
-        state = read_hf_state(key)
+        # A tokenizer given without files (built in memory) is not described by any: it is built every time.
+        key = hf_key(self.file_digests, self.special_tokens, fast) if self.files else None
+        state = read_hf_state(key) if key is not None else None
         if state is not None:
             meta, self._bytes, ranks = state
             self.n_vocab = max(self.n_vocab, len(self._bytes))
@@ -57,7 +58,8 @@ class HFTokenizer(Tokenizer):
         fast_bpe = self._use_fast(data, hashlib.sha256(raw.encode()).hexdigest()) if fast else None
         meta = {"verdict": "ok" if fast_bpe is not None else self.encoder_note, "pat_str": getattr(fast_bpe, "pat_str", ""),
                 "nfc": bool(getattr(fast_bpe, "nfc", False))}
-        write_hf_state(key, meta, self._bytes, fast_bpe.ranks if fast_bpe is not None else None)
+        if key is not None:
+            write_hf_state(key, meta, self._bytes, fast_bpe.ranks if fast_bpe is not None else None)
 
     @functools.cached_property
     def _ordinary(self):

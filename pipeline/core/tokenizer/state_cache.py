@@ -113,12 +113,14 @@ def tiktoken_state(path: Path) -> tuple[dict[bytes, int], list[bytes] | None]:
 # A tokenizers-library tokenizer's built state: its byte table, and the fast encoder's ranks and verdict
 # ------------------------------------------------------------------------------------------
 HF_MAGIC = b"TOKFHF01"
-_HF_CODE = ("hf_files.py", "fast_bpe.py", "bpe_pattern.py")  # the code that builds the table and decides the verdict
+# the code that builds the tokenizer from its files, its table, and decides the verdict
+_HF_CODE = ("hf_files.py", "gguf_files.py", "tokenizers_adapter.py", "fast_bpe.py", "bpe_pattern.py")
 
 
 def hf_key(file_digests: dict[str, str], added_tokens: dict[str, int], fast: bool) -> bytes:
-    """What an HF tokenizer's state depends on: its files' bytes, its added tokens, the libraries' versions
-    and the source of the code that builds the table and proves the fast encoder."""
+    """What an HF tokenizer's state depends on: its files' bytes (which must describe it whole: the caller
+    keys only a tokenizer built from its files), its added tokens, the libraries' versions and the source of
+    the code that builds it, its table and proves the fast encoder."""
     import tiktoken
     import tokenizers
 
