@@ -1,10 +1,12 @@
-"""A tiktoken vocabulary's built state, kept on disk so that only the first load of a file pays for it.
+"""A tokenizer's built state, kept on disk so that only the first load of its files pays for it.
 
 Reading ``tiktoken.model`` (163,840 base64 lines for Kimi K2.5) into tiktoken's ranks and the id ->
-bytes table took 0.3-1.0 s of every run; the same state read back from one binary entry takes tens
-of milliseconds. The entry lives under tokfidelity's cache root (``files.cache_root()``,
-``tokenizer-state/``) and is named by the key: sha256 of the format and the tokenizer file's bytes,
-so a changed file gets a new entry and an old one is never read for it.
+bytes table, or a tokenizer.json's byte table and fast-encoder ranks (and proving that encoder), costs
+from a few tenths of a second to seconds; the same state read back from one binary entry takes tens of
+milliseconds. The entry lives under tokfidelity's cache root (``files.cache_root()``,
+``tokenizer-state/``) and is named by the key: sha256 of the format and the tokenizer file's bytes
+(``hf_key`` says what else a tokenizer.json's state depends on), so a changed file gets a new entry and
+an old one is never read for it.
 
 An entry is ``MAGIC``, the sha256 of the rest (the checksum), then the key, the count, the ranks and
 lengths as little-endian 32-bit integers, and the tokens' bytes. It is parsed, never executed (no
