@@ -204,7 +204,7 @@ def test_a_render_both_engines_fail_fails_with_transformers_error_and_keeps_mini
     renderer = ChatRenderer("{{ messages[0].content }}{{ 1 / 0 if messages[0].content == 'x' else '' }}")
     with pytest.raises(ZeroDivisionError):
         renderer([{"role": "user", "content": "x"}], Prepared(None, {}), True)
-    assert renderer.engine == "minijinja" and chat_renderer.fallbacks() == {}
+    assert renderer.engine == "minijinja" and chat_renderer.fallbacks() == []
     assert renderer([{"role": "user", "content": "y"}], Prepared(None, {}), True) == "y"
 
 
@@ -270,3 +270,15 @@ def test_the_suite_imports_transformers_only_where_a_template_falls_back(tmp_pat
     imported = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     assert "minijinja" in imported or engine
     assert ({"transformers", "jinja2"} & imported) == ({"transformers", "jinja2"} if engine else set())
+
+
+def test_each_kind_of_fallback_is_said_once(monkeypatch):
+    monkeypatch.setattr(chat_renderer, "_said", {})
+    renderer = ChatRenderer("{{ messages[0].n }}{{ messages[0].content.removesuffix('!') if messages[0].content else '' }}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n, content in [(1e-07, ""), (1e-08, ""), (1, "a!"), (2, "b!")]:
+            renderer([{"role": "user", "content": content, "n": n}], Prepared(None, {}), True)
+    said = [str(w.message) for w in caught if w.category is TemplateFallback]
+    assert len(said) == 2 and "an input holds" in said[0] and "MiniJinja failed" in said[1]
+    assert [why[:20] for _, why in chat_renderer.fallbacks()] == ["an input holds a val", "MiniJinja failed a c"]

@@ -13,7 +13,7 @@ transformers' (``template_adapter.TemplateRenderer``), which is imported only th
   render's error (the same text as without MiniJinja); where it renders, transformers renders that
   template from then on. ``raise_exception`` in the template is the template's own error on either engine.
 
-Each fallback is said once per process and template (a ``TemplateFallback`` warning), and
+Each kind of fallback is said once per process and template (a ``TemplateFallback`` warning), and
 :func:`fallbacks` lists them. A renderer cannot make a wrong prompt pass: the verdict compares the ids
 of whatever text was rendered with the engine's ``prompt_ids``, and the two engines are proven
 byte-identical on every shipped and generated conversation (``tests/test_minijinja_renderer.py``).
@@ -37,19 +37,19 @@ class TemplateFallback(UserWarning):
     """A chat template (or one input of it) rendered by transformers' renderer instead of MiniJinja."""
 
 
-_said: dict[str, str] = {}  # template's first line -> why, once per process
+_said: dict[tuple[str, str], str] = {}  # (template's first line, kind of fallback) -> why, once per process
 
 
-def fallbacks() -> dict[str, str]:
-    """The templates this process rendered with transformers: the template's first line -> why."""
-    return dict(_said)
+def fallbacks() -> list[tuple[str, str]]:
+    """What this process rendered with transformers: (the template's first line, why), each once."""
+    return [(head, why) for (head, _), why in _said.items()]
 
 
-def _say(template: str, why: str) -> None:
+def _say(template: str, why: str, kind: str) -> None:
     head = next((line.strip() for line in template.splitlines() if line.strip()), "")[:80]
-    if head in _said:
+    if (head, kind) in _said:
         return
-    _said[head] = why
+    _said[head, kind] = why
     warnings.warn(f"tokfidelity: the chat template beginning {head!r} is rendered by transformers' renderer, not "
                   f"MiniJinja: {why}", TemplateFallback, stacklevel=4)
 
@@ -74,7 +74,7 @@ class ChatRenderer:
         try:
             self._mini = MiniJinjaTemplate(template)
         except Unsupported as e:
-            _say(template, str(e))
+            _say(template, str(e), "template")
             self._reference = TemplateRenderer(template)  # compiled now: a lone pytest does this before its judges fork
 
     @property
@@ -94,7 +94,7 @@ class ChatRenderer:
             prepared.plain = plain_inputs(prepared.tools) and plain_inputs(prepared.variables)
         if not (prepared.plain and plain_inputs(conversation)):
             _say(self.template, "an input holds a value MiniJinja prints otherwise (a float with an exponent, an "
-                                "integer over 64 bits, a value not of JSON's types); those renders only")
+                                "integer over 64 bits, a value not of JSON's types); those renders only", "input")
             return self.reference()(conversation, prepared, add_generation_prompt)
         try:
             return mini(conversation, prepared.tools, prepared.variables, add_generation_prompt)
@@ -109,5 +109,5 @@ class ChatRenderer:
         text = self.reference()(conversation, prepared, add_generation_prompt)  # its error, if it fails too, is the render's
         self._mini = None
         _say(self.template, f"MiniJinja failed a conversation transformers renders ({type(failure).__name__}: "
-                            f"{str(failure).splitlines()[0][:200] if str(failure) else ''})")
+                            f"{str(failure).splitlines()[0][:200] if str(failure) else ''})", "render")
         return text
