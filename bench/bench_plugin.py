@@ -365,6 +365,47 @@ def pytest_per_test(tmp: Path, n: int, extra: list[str]) -> str:
     return f"pytest's own cost per test, {n:,} empty tests, CPU of the controlling process: " + "; ".join(out)
 
 
+NODE_DATASET, NODE_ID = "B1_glaive", "b1-0007"  # a shipped Kimi K2.5 dataset, one sample a reviewer pastes back
+
+
+def node_id_runs(tmp: Path, rounds: int) -> str:
+    """One pasted node id of a shipped dataset (``golden/B1_glaive/samples.jsonl::b1-0007``, prompt verdict on) in a
+    project folder of its own, warm cache (one run first, not counted), wall time end to end of the whole
+    process; interleaved with a bare ``pytest --version`` in the same folder, and with the suite's state cache and
+    the tokenizer-state cache as a user's are (the default cache root unless TOKFIDELITY_CACHE_DIR says otherwise)."""
+    import shutil
+
+    project = tmp / "node-id-project"
+    shutil.copytree(ROOT / "golden" / NODE_DATASET, project / "golden" / NODE_DATASET, dirs_exist_ok=True)
+    node = f"golden/{NODE_DATASET}/samples.jsonl::{NODE_ID}"
+
+    import resource
+
+    cpu: dict[str, list[float]] = {"node": [], "bare": []}
+
+    def wall(what: str, *args: str) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=project, capture_output=True, text=True)
+        took = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # pytest, and the judges it waited for
+        cpu[what].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        if proc.returncode != 0:
+            sys.exit(f"pytest {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+        return took
+
+    wall("node", "-q", node)  # warm: the tokenizer state cached, bytecode written
+    cpu["node"].clear()
+    runs, bare = [], []
+    for _ in range(rounds):
+        runs.append(wall("node", "-q", node))
+        bare.append(wall("bare", "--version"))
+    return (f"one node id ({node}, a project of its own, warm cache), median of {rounds} runs: "
+            f"{statistics.median(runs):.2f} s wall (runs {', '.join(f'{r:.2f}' for r in runs)}), CPU of all its processes "
+            f"{statistics.median(cpu['node']):.2f} s; bare `pytest --version` in the same rounds {statistics.median(bare):.2f} s "
+            f"wall (runs {', '.join(f'{r:.2f}' for r in bare)}), {statistics.median(cpu['bare']):.2f} s CPU")
+
+
 MODES = {"lone": (), "n2": ("-n", "2"), "lone-prompts-off": ("--tokfidelity-prompts=off",), "lone-diverging": ()}
 DIVERGING = {"lone-diverging"}  # modes run on diverging_copy(): every sample fails, with its diagnosis
 
@@ -401,6 +442,9 @@ def main() -> int:
     ap.add_argument("--goal-only", action="store_true",
                     help="skip the judge's CPU breakdown and pytest's cost per test (minutes on a loaded machine)")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments, space-separated (e.g. -p no:randomly)")
+    ap.add_argument("--node-id", type=int, default=0, metavar="ROUNDS",
+                    help=f"also time one pasted node id of {NODE_DATASET} in a project of its own, this many rounds")
+    ap.add_argument("--node-id-only", action="store_true", help="only the --node-id timing (no synthetic dataset)")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if unknown := [m for m in modes if m not in MODES]:
@@ -408,8 +452,14 @@ def main() -> int:
 
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, family {args.family}; machine: {os.cpu_count()} CPUs, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start")
+    print(f"bytecode: {'not written (PYTHONDONTWRITEBYTECODE set: every run compiles every module)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else 'written and reused'}")
     with tempfile.TemporaryDirectory(prefix="tokfidelity-bench-") as tmp:
         tmp = Path(tmp)
+        if args.node_id or args.node_id_only:
+            print(node_id_runs(tmp, max(1, args.node_id)))
+            if args.node_id_only:
+                print(f"machine: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
+                return 0
         t = time.perf_counter()
         manifest = {"name": "BENCH", "profile": args.family, "tokenizer": FAMILIES[args.family], "source": "bench/bench_plugin.py",
                     "accept": {"non-canonical-split": 0.001}}

@@ -217,9 +217,9 @@ class DatasetRun:
         return self._view_judges[0], None
 
     def before_fork(self) -> None:
-        """Load here what each forked judge would otherwise load for itself: transformers' template
-        renderer (about 1.1-1.5 s of CPU to import) and the compiled chat template, when prompts are judged
-        and the first sample records prompt_ids."""
+        """Load here what each forked judge would otherwise load for itself: the compiled chat template
+        (MiniJinja's, or transformers' renderer where MiniJinja cannot render it identically: about 1.1-1.5 s
+        of CPU to import), when prompts are judged and the first sample records prompt_ids."""
         judge = self._setup[0] if self._setup is not None else None
         if judge is None or judge.prompts is None or judge.profile.spec.prompt_renderer != "template" or not len(self.index):
             return
@@ -227,7 +227,7 @@ class DatasetRun:
             from pipeline.core.render import RenderError, renderer_for
 
             try:
-                renderer_for(judge.tokenizer)  # transformers imported and the template compiled, once
+                renderer_for(judge.tokenizer)  # the template compiled (and any fallback said), once
             except (RenderError, ImportError, SyntaxError, ValueError):  # each sample's prompt verdict says why
                 pass
 

@@ -74,12 +74,27 @@ class Prefetcher:
         self.deadline = deadline  # seconds a judging process may spend on one sample
         self.pool = None
         self.restarts = 0
+        self.expected: int | None = None  # samples a warm-up knows are all there is to judge
+        self.chunk = CHUNK  # samples a request holds; a small run's are shared out over the judges
+
+    def _pool_size(self) -> int:
+        """Judges to start: ``judges``, or where the samples to judge are known (all of a small run's, at warm-up;
+        the selected ones, in a pool started by the first test, as with node ids) no more than their chunks
+        need: one for a pasted node id or a 20-sample dataset, not a fork per core that finds nothing to judge."""
+        if self.expected is not None:
+            samples = self.expected
+        elif any(not d.selected for d in self.datasets):
+            return self.judges
+        else:
+            samples = sum(len(d.selected) for d in self.datasets)
+        return max(1, min(self.judges, -(-samples // self.chunk)))
 
     def _start(self) -> None:
         datasets = self.datasets
         if self.may_fork and can_fork():
             self.pool = ForkedJudges(
-                self.judges, lambda d, positions, began: _portable_judged(datasets[d].judge_positions(positions, began)), self.deadline
+                self._pool_size(), lambda d, positions, began: _portable_judged(datasets[d].judge_positions(positions, began)),
+                self.deadline
             )
         else:
             self._threads()
@@ -94,8 +109,8 @@ class Prefetcher:
             for d in self.datasets:
                 d.before_fork()  # what every judge needs, loaded once (dataset.py)
             self._start()
-        for start in range(0, len(todo), CHUNK):
-            chunk = todo[start : start + CHUNK]
+        for start in range(0, len(todo), self.chunk):
+            chunk = todo[start : start + self.chunk]
             pending = self.pool.submit(ds.position, chunk)
             for p in chunk:
                 ds.scheduled[p] = pending
@@ -108,6 +123,9 @@ class Prefetcher:
             positions = todo.setdefault(d, [])
             if not positions or positions[-1] != position:  # a sample's views follow each other: judged once
                 positions.append(position)
+        if len(cases) <= WARM:
+            self.expected = sum(map(len, todo.values()))
+            self.chunk = max(1, min(CHUNK, -(-self.expected // self.judges)))  # 20 samples, 2 judges: 10 each
         for d, positions in todo.items():
             ds = self.datasets[d]
             if ds.setup()[0] is not None:  # loaded before the fork, so that the judges share it

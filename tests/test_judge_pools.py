@@ -170,3 +170,25 @@ def test_a_forked_call_that_fails_or_is_cancelled_answers_none_and_leaves_no_pro
     assert slow.result() is None
     with pytest.raises(ChildProcessError):
         os.waitpid(slow.pid, os.WNOHANG)
+
+
+def test_a_small_run_forks_only_the_judges_its_chunks_need():
+    """A pasted node id (a pool started by its test, the selection known) or a 20-sample dataset (warm-up knows
+    every sample) starts one judging process; a dataset too big to know at warm-up starts every judge."""
+    from types import SimpleNamespace
+
+    from pytest_tokfidelity.judges import CHUNK, WARM, LoneOrder, Prefetcher
+
+    def prefetcher(*selected):
+        return Prefetcher([SimpleNamespace(selected=list(s)) for s in selected], LoneOrder(), judges=4, may_fork=True)
+
+    assert prefetcher([7])._pool_size() == 1  # one node id
+    assert prefetcher(range(CHUNK + 1))._pool_size() == 2
+    assert prefetcher(range(10), range(10 * CHUNK))._pool_size() == 4
+    assert prefetcher([], [3])._pool_size() == 4  # a dataset whose selection is not known yet: every judge
+    small = prefetcher([])
+    small.expected = 20  # set by warm_up when it was given every sample case
+    assert small._pool_size() == 1
+    small.chunk = 5  # warm_up shares a small run out: 20 samples over 4 judges
+    assert small._pool_size() == 4
+    assert WARM >= 20

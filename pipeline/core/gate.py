@@ -59,8 +59,9 @@ VERDICT_PACKAGES = ("pipeline/core", "pytest_tokfidelity")
 # Libraries a verdict depends on: the tokenizers, and openai-harmony (renders and checks gpt-oss layouts).
 # The Python version stands for its json module, with which the qwen3/deepseek-v3 views re-serialise
 # tool-call arguments as SGLang does (number formatting, escapes).
-# transformers (render_jinja_template) and jinja2 render every chat template; openai-harmony renders gpt-oss's.
-TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers", "openai-harmony", "transformers", "jinja2")
+# MiniJinja renders chat templates, transformers (render_jinja_template) and jinja2 those it cannot render
+# identically; openai-harmony renders gpt-oss's.
+TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers", "openai-harmony", "minijinja", "transformers", "jinja2")
 
 
 @dataclass(frozen=True)

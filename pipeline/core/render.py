@@ -8,8 +8,10 @@ runs no code from a model repository:
 * the template is the model's own, from the tokenizer's files (:func:`chat_template`):
   ``chat_template.jinja`` in the tokenizer folder, else ``tokenizer_config.json``'s ``chat_template``,
   else a GGUF file's ``tokenizer.chat_template``;
-* it is rendered as transformers' ``render_jinja_template`` renders it (what ``apply_chat_template`` calls), by
-  :mod:`pipeline.core.template_adapter` (the same functions, the tools' plain copy made once per tool set);
+* it is rendered as transformers' ``render_jinja_template`` renders it (what ``apply_chat_template`` calls), byte
+  for byte: by MiniJinja where it renders the template identically, else by transformers' own functions
+  (:mod:`pipeline.core.chat_renderer` chooses; :mod:`pipeline.core.minijinja_renderer`,
+  :mod:`pipeline.core.template_adapter`);
 * the pre-processing a tokenizer class does in Python is data on the profile
   (``ProfileSpec.tools_preprocess``, ``ProfileSpec.chat_template_kwargs``), carried out by
   :data:`TOOL_STEPS`. Kimi K2.5: every tool dict deep-sorted by key, then ``tools_ts_str`` written by
@@ -33,7 +35,9 @@ from .errors import TokfidelityError
 from .pins import sha256_bytes
 from .kimi_tools_ts import deep_sort, tools_typescript
 from .profiles import Profile
-from .template_adapter import Prepared, TemplateRenderer
+from .chat_renderer import ChatRenderer
+from .minijinja_renderer import TemplateRaised
+from .template_adapter import Prepared
 from .tokenizer import Tokenizer
 from .watchdog import TimeLimitExceeded, time_limit
 
@@ -180,6 +184,14 @@ RENDER_MAX_CHARS = 16 << 20  # 16 Mi characters: a 1M-token context is about 4 M
 _RENDER_FAILURES = (TypeError, ValueError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError, MemoryError)
 
 
+def _render_failures() -> tuple[type[BaseException], ...]:
+    """What a failing render raises: jinja2's TemplateError where transformers' renderer rendered (imported by then)."""
+    import sys
+
+    jinja = sys.modules.get("jinja2.exceptions")
+    return (jinja.TemplateError, *_RENDER_FAILURES) if jinja is not None else _RENDER_FAILURES
+
+
 RESERVED_VARIABLES = frozenset({"messages", "conversations", "tools", "documents", "chat_template",
                                 "add_generation_prompt", "continue_final_message", "return_assistant_tokens_mask"})
 
@@ -243,19 +255,18 @@ def prepare(tools: list | None, kwargs: Mapping[str, Any], tokenizer: Tokenizer)
 
 
 @functools.cache
-def _renderer(template: str) -> TemplateRenderer:
-    return TemplateRenderer(template)
+def _renderer(template: str) -> ChatRenderer:
+    return ChatRenderer(template)
 
 
-def renderer_for(tokenizer: Tokenizer, tools: Sequence | None = None) -> TemplateRenderer:
-    """This tokenizer's chat template, compiled (once per process: a lone pytest compiles it before its judges fork)."""
+def renderer_for(tokenizer: Tokenizer, tools: Sequence | None = None) -> ChatRenderer:
+    """This tokenizer's chat template, compiled (once per process: a lone pytest compiles it before its judges fork;
+    MiniJinja where it renders the template as transformers does, else transformers' renderer, see chat_renderer)."""
     return _renderer(chat_template(tokenizer, tools)[0])
 
 
 def render_with(messages: Sequence[Mapping], prepared: Prepared, tokenizer: Tokenizer, add_generation_prompt: bool = True) -> str:
     """The prompt text for ``messages`` with ``prepared`` tools and variables (``prepare``); the messages checked by the caller."""
-    from jinja2 import TemplateError
-
     template, where = chat_template(tokenizer, prepared.tools)
     conversation = [{k: v for k, v in m.items() if v is not None} for m in messages]
     try:
@@ -265,7 +276,9 @@ def render_with(messages: Sequence[Mapping], prepared: Prepared, tokenizer: Toke
     except TimeLimitExceeded:
         raise RenderError("messages", f"the chat template {where} did not finish rendering this conversation in "
                           f"{RENDER_SECONDS:g} s (a loop without end?); check the template") from None
-    except (TemplateError, *_RENDER_FAILURES) as e:
+    except TemplateRaised as e:  # the template's raise_exception: jinja2 raises it as a TemplateError
+        raise RenderError("messages", f"the chat template {where} cannot render this conversation: TemplateError: {str(e)[:300]}") from None
+    except _render_failures() as e:
         raise RenderError("messages", f"the chat template {where} cannot render this conversation: {type(e).__name__}: {str(e)[:300]}") from None
     if len(rendered) > RENDER_MAX_CHARS:
         raise RenderError("messages", f"the chat template {where} rendered {len(rendered):,} characters for this "

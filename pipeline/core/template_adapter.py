@@ -59,18 +59,27 @@ def self_test() -> None:
 
 
 class Prepared:
-    """A render's tools and template variables, as the template will see them (plain data on the checked
-    path, made once; as given otherwise). Shared by every render with them: a template cannot change
-    them (transformers' environment is jinja's immutable sandbox)."""
+    """A render's tools and template variables, as given (``tools``, ``variables``), made once per distinct set
+    and shared by every render with them: no template can change them (jinja's immutable sandbox,
+    MiniJinja's values). ``jinja()`` gives them as transformers' template sees them (plain data on the
+    checked path), made on first use; ``plain`` is the MiniJinja renderer's note of whether it may render them."""
 
-    __slots__ = ("tools", "variables")
+    __slots__ = ("tools", "variables", "plain", "_jinja")
 
     def __init__(self, tools: list | None, variables: Mapping[str, Any]):
-        if checked():
-            from transformers.utils.chat_template_utils import _plain_template_data
-
-            tools, variables = _plain_template_data(tools), _plain_template_data(dict(variables))
         self.tools, self.variables = tools, dict(variables)
+        self.plain: bool | None = None
+        self._jinja: tuple[list | None, dict[str, Any]] | None = None
+
+    def jinja(self) -> tuple[list | None, dict[str, Any]]:
+        if self._jinja is None:
+            if checked():
+                from transformers.utils.chat_template_utils import _plain_template_data
+
+                self._jinja = (_plain_template_data(self.tools), _plain_template_data(self.variables))
+            else:
+                self._jinja = (self.tools, self.variables)
+        return self._jinja
 
 
 class TemplateRenderer:
@@ -87,14 +96,15 @@ class TemplateRenderer:
 
     def __call__(self, conversation: Sequence[Mapping], prepared: Prepared, add_generation_prompt: bool) -> str:
         utils = self._utils
+        tools, variables = prepared.jinja()
         if self._compiled is None:
-            rendered, _ = utils.render_jinja_template([conversation], tools=prepared.tools, chat_template=self.template,
-                                                      add_generation_prompt=add_generation_prompt, **prepared.variables)
+            rendered, _ = utils.render_jinja_template([conversation], tools=tools, chat_template=self.template,
+                                                      add_generation_prompt=add_generation_prompt, **variables)
             return rendered[0]
         chat = utils._plain_template_data(conversation)
         for message in chat:
             if not isinstance(message, dict):
                 raise TypeError(f"Chat messages should be dicts, dataclasses or pydantic models, but got {message!r}.")
         chat = utils._alias_reasoning_fields(chat)
-        return self._compiled.render(messages=chat, tools=prepared.tools, documents=None,
-                                     add_generation_prompt=add_generation_prompt, **prepared.variables)
+        return self._compiled.render(messages=chat, tools=tools, documents=None,
+                                     add_generation_prompt=add_generation_prompt, **variables)

@@ -36,10 +36,11 @@ ENCODER_NAME = "tiktoken-bpe"
 class FastBPE:
     """Ordinary-text encoding of a byte-level BPE on tiktoken's Rust core."""
 
-    def __init__(self, encoding: Any, nfc: bool):
+    def __init__(self, encoding: Any, nfc: bool, ranks: dict[bytes, int] | None = None, pat_str: str = ""):
         from .tiktoken_adapter import core_bpe, packed_encoder
 
         self.encoding = encoding
+        self.ranks, self.pat_str, self.nfc = ranks, pat_str, nfc  # what rebuilds it (the tokenizer-state cache keeps them)
         core = core_bpe(encoding)
         self._encode = core.encode_ordinary
         self._packed = packed_encoder(core)
@@ -49,6 +50,15 @@ class FastBPE:
         from tokenizers import normalizers
 
         self._normalize = normalizers.NFC().normalize_str
+
+    @classmethod
+    def rebuilt(cls, name: str, ranks: dict[bytes, int], pat_str: str, nfc: bool) -> "FastBPE":
+        """The encoder ``fast_encoder`` proved for a tokenizer, rebuilt from its kept ranks and pattern, unprobed:
+        only for the same tokenizer files, libraries and code (``state_cache.hf_key``)."""
+        import tiktoken
+
+        encoding = tiktoken.Encoding(name=f"{name}-fast", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
+        return cls(encoding, nfc, ranks, pat_str)
 
     def _text(self, text: str) -> str:
         if self._nfc and not text.isascii():
@@ -80,7 +90,7 @@ def fast_encoder(data: dict, name: str, reference: Callable[[list[str]], list[li
         import tiktoken
 
         encoding = tiktoken.Encoding(name=f"{name}-fast", pat_str=pat_str, mergeable_ranks=ranks, special_tokens={})
-        fast = FastBPE(encoding, nfc)
+        fast = FastBPE(encoding, nfc, ranks, pat_str)
         _probe(fast, reference)
     except Refused as e:
         return str(e)

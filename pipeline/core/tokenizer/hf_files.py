@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..files import atomic_path, cache_root, open_input
 from .base import Tokenizer, read_json
+from .state_cache import hf_key, read_hf_state, write_hf_state
 from .tokenizers_adapter import byte_level_bpe
 
 
@@ -38,33 +39,70 @@ class HFTokenizer(Tokenizer):
     def __init__(self, name, source, files, tokenizer, added_tokens: Mapping[str, int], fast: bool = True):
         super().__init__(name, source, files, added_tokens)
         self._with_specials = tokenizer
-        # Ordinary text never matches an added token, special or not: encode_special_tokens only
-        # covers tokens flagged special, so drop the added-token table from a copy instead.
+        self.n_vocab = tokenizer.get_vocab_size(with_added_tokens=True)
+        # The byte table and the fast encoder's ranks and verdict are kept by the tokenizer-state cache, keyed by
+        # the files, the added tokens, the libraries and this code (state_cache.hf_key): the second load reads them.
+        # A tokenizer given without files (built in memory) is not described by any: it is built every time.
+        key = hf_key(self.file_digests, self.special_tokens, fast) if self.files else None
+        state = read_hf_state(key) if key is not None else None
+        if state is not None:
+            meta, self._bytes, ranks = state
+            self.n_vocab = max(self.n_vocab, len(self._bytes))
+            if fast:
+                self._fast_from(meta, ranks)
+            return
         raw = tokenizer.to_str()
         data = json.loads(raw)
-        data["added_tokens"] = []
-        self._ordinary = tokenizer.__class__.from_str(json.dumps(data))
-        self.n_vocab = tokenizer.get_vocab_size(with_added_tokens=True)
         self._bytes = self._build_byte_table(tokenizer)
-        if fast:
-            self._use_fast(data, hashlib.sha256(raw.encode()).hexdigest())
+        fast_bpe = self._use_fast(data, hashlib.sha256(raw.encode()).hexdigest()) if fast else None
+        meta = {"verdict": "ok" if fast_bpe is not None else self.encoder_note, "pat_str": getattr(fast_bpe, "pat_str", ""),
+                "nfc": bool(getattr(fast_bpe, "nfc", False))}
+        if key is not None:
+            write_hf_state(key, meta, self._bytes, fast_bpe.ranks if fast_bpe is not None else None)
 
-    def _use_fast(self, data: dict, digest: str) -> None:
-        """Ordinary text on tiktoken's core where proven equal; else ``encoder_note`` says why not.
+    @functools.cached_property
+    def _ordinary(self):
+        """The tokenizer without its added-token table (ordinary text never matches an added token, special or not:
+        encode_special_tokens only covers tokens flagged special), made where first asked for: the fast encoder,
+        once proven, leaves it to lone surrogates."""
+        data = json.loads(self._with_specials.to_str())
+        data["added_tokens"] = []
+        return self._with_specials.__class__.from_str(json.dumps(data))
 
-        Not a warning: the ids are the same either way, only the speed differs, and a user cannot act on
-        a vocabulary's shape (``tokfidelity audit`` prints the encoder and the note)."""
-        from .fast_bpe import ENCODER_NAME, fast_encoder
+    def _fast_from(self, meta: dict, ranks: dict[bytes, int] | None) -> None:
+        """The fast encoder, or the reason it is not used, as a load with the same key decided it."""
+        from .fast_bpe import FastBPE
 
-        found = fast_encoder(data, self.name, self._reference_batch, digest)
-        if isinstance(found, str):
-            self.encoder_note = found
+        if ranks is None:
+            self._refuse(str(meta.get("verdict") or "no verdict kept"))
             return
-        self._fast = found
+        self._adopt(FastBPE.rebuilt(self.name, ranks, str(meta["pat_str"]), bool(meta["nfc"])))
+
+    def _refuse(self, why: str) -> None:
+        """Ordinary text stays on the tokenizers library; ``encoder_note`` says why. Not a warning: the ids are
+        the same either way, only the speed differs, and a user cannot act on a vocabulary's shape
+        (``tokfidelity audit`` prints the encoder and the note)."""
+        self.encoder_note = why
+
+    def _adopt(self, fast) -> None:
+        from .fast_bpe import ENCODER_NAME
+
+        self._fast = fast
         self.encoder = ENCODER_NAME
         self.encode_ordinary = self._fast_encode_ordinary
         self.encode_ordinary_packed = self._fast_encode_ordinary_packed
         self.encode_ordinary_batch = self._fast_encode_ordinary_batch
+
+    def _use_fast(self, data: dict, digest: str):
+        """Ordinary text on tiktoken's core where proven equal (the FastBPE returned); else say once why not (None)."""
+        from .fast_bpe import fast_encoder
+
+        found = fast_encoder(data, self.name, self._reference_batch, digest)
+        if isinstance(found, str):
+            self._refuse(found)
+            return None
+        self._adopt(found)
+        return found
 
     @functools.cached_property
     def fingerprint(self) -> str:

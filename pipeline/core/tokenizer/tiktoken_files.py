@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .base import Tokenizer, read_json
+from .state_cache import tiktoken_state
 from .tiktoken_adapter import core_bpe, encoding_params, packed_encoder
 
 # Kimi's pre-tokenization regex, as in its tokenization_kimi.py (see ../shared/tokenizers/README.md).
@@ -50,7 +51,9 @@ def _kimi_split_long(text: str) -> list[str]:
 
 
 class TiktokenTokenizer(Tokenizer):
-    def __init__(self, name, source, files, mergeable_ranks, special_tokens, pat_str, long_input_cut: bool):
+    def __init__(self, name, source, files, mergeable_ranks, special_tokens, pat_str, long_input_cut: bool,
+                 table: list[bytes] | None = None):
+        """``table``: the ranks' id -> bytes list where the caller has it (ranks exactly 0..n-1), else built here."""
         import tiktoken
 
         super().__init__(name, source, files, special_tokens)
@@ -61,9 +64,12 @@ class TiktokenTokenizer(Tokenizer):
         self._packed = packed_encoder(self._core)
         self._long_input_cut = long_input_cut
         self.n_vocab = self._enc.n_vocab
-        self._bytes = [b""] * self.n_vocab
-        for token, rank in mergeable_ranks.items():
-            self._bytes[rank] = token
+        if table is not None and len(table) == len(mergeable_ranks):
+            self._bytes = table + [b""] * (self.n_vocab - len(table))
+        else:
+            self._bytes = [b""] * self.n_vocab
+            for token, rank in mergeable_ranks.items():
+                self._bytes[rank] = token
         for text, i in special_tokens.items():
             self._bytes[i] = text.encode("utf-8")
 
@@ -116,11 +122,9 @@ class TiktokenTokenizer(Tokenizer):
 
 
 def _load_kimi_tiktoken(folder: Path) -> TiktokenTokenizer:
-    from tiktoken.load import load_tiktoken_bpe
-
     model_file = folder / "tiktoken.model"
     config_file = folder / "tokenizer_config.json"
-    ranks = load_tiktoken_bpe(str(model_file))
+    ranks, table = tiktoken_state(model_file)
     named: dict[int, str] = {}
     if config_file.exists():
         config = read_json(config_file)
@@ -133,7 +137,7 @@ def _load_kimi_tiktoken(folder: Path) -> TiktokenTokenizer:
         named.get(i, f"<|reserved_token_{i}|>"): i for i in range(base, base + KIMI_NUM_RESERVED_SPECIAL + 2)
     }
     files = [p for p in (model_file, config_file) if p.exists()]
-    return TiktokenTokenizer(folder.name, str(folder), files, ranks, specials, pat_str, long_input_cut=True)
+    return TiktokenTokenizer(folder.name, str(folder), files, ranks, specials, pat_str, long_input_cut=True, table=table)
 
 
 # Encodings that are another encoding's file plus more special tokens (tiktoken's own constructors
@@ -152,7 +156,6 @@ def _derived_encoding_path(path: Path) -> Path | None:
 def _load_openai_tiktoken(path: Path, encoding_name: str | None = None) -> TiktokenTokenizer:
     """An OpenAI ``*.tiktoken`` file (o200k_base, cl100k_base...), with tiktoken's own pattern and
     specials; ``encoding_name`` picks an encoding built on that file (o200k_harmony on o200k_base)."""
-    from tiktoken.load import load_tiktoken_bpe
     from tiktoken_ext import openai_public
 
     encoding_name = encoding_name or path.stem
@@ -162,10 +165,10 @@ def _load_openai_tiktoken(path: Path, encoding_name: str | None = None) -> Tikto
             f"{path}: unknown tiktoken encoding {encoding_name!r}; known: "
             f"{', '.join(sorted(openai_public.ENCODING_CONSTRUCTORS))}"
         )
-    ranks = load_tiktoken_bpe(str(path))
+    ranks, table = tiktoken_state(path)
     params = encoding_params(constructor, ranks)  # its pattern and specials, with our ranks (no download)
     # One text per id, the last one given: tiktoken's o200k_harmony names 200018 both <|endofprompt|> and
     # <|reserved_200018|>; openai-harmony (gpt-oss's own implementation) knows only the latter.
     by_id = {i: text for text, i in params["special_tokens"].items()}
     specials = {text: i for i, text in by_id.items()}
-    return TiktokenTokenizer(encoding_name, str(path), [path], ranks, specials, params["pat_str"], long_input_cut=False)
+    return TiktokenTokenizer(encoding_name, str(path), [path], ranks, specials, params["pat_str"], long_input_cut=False, table=table)
