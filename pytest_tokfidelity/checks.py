@@ -13,7 +13,7 @@ from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, PROMPT_EXACT, PROMP
 
 from .collection import GATE_TEST
 from .judge_watch import JudgeStuck
-from .snapshots import snapshot_assertion, snapshot_file, snapshot_key
+from .snapshots import snapshot_assertion, snapshot_file
 
 __all__ = ["Checks"]
 
@@ -54,7 +54,7 @@ class Checks:
         """Count an exact verdict as check_sample does, unless the sample has a stored reviewed
         divergence (then check_sample must see it: the snapshot is stale): False, nothing counted."""
         ds = self.datasets[item.case[0]]
-        if ds.stored and snapshot_key(ds.name, item.name) in ds.stored:
+        if ds.stored and ds.snapshot_key(item) in ds.stored:
             return False
         counts = self.counts[ds.count_keys[item.case[2]]]
         counts.samples += 1
@@ -102,7 +102,7 @@ class Checks:
                 for cls, n in verdict.hunks_by_class.items():
                     policy_hunks[cls] = policy_hunks.get(cls, 0) + n
                 self._record(ds, position, verdict, "policy", item)
-            if ds.stored and (key := snapshot_key(ds.name, item.name)) in ds.stored:
+            if ds.stored and (key := ds.snapshot_key(item)) in ds.stored:
                 counts.stale_snapshots.append(key)
             return
         snapshot = snapshot_assertion(item)
@@ -116,7 +116,7 @@ class Checks:
         _count_prompt(counts, verdict.prompt, False)
         type(counts).bump(counts.new_by_class, verdict.classes)
         self._record(ds, position, verdict, "new", item)
-        stored = snapshot_key(ds.name, item.name) in ds.stored
+        stored = ds.snapshot_key(item) in ds.stored
         hint = (
             f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir)}."
             if stored

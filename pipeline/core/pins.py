@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .files import open_input
 
@@ -81,13 +82,15 @@ class Pins:
     golden: dict[str, str] = field(default_factory=dict)
     tokenizer: dict[str, str] = field(default_factory=dict)
     template: dict[str, str] = field(default_factory=dict)
+    template_sha256: str | None = None  # the template's content as rendered (render.template_digest): what a gate pins
 
-    def to_dict(self) -> dict[str, dict[str, str]]:
-        return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer), "template": dict(self.template)}
+    def to_dict(self) -> dict[str, Any]:
+        return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer), "template": dict(self.template),
+                "template_sha256": self.template_sha256}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Mapping[str, str]]) -> "Pins":
-        return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})), dict(d.get("template", {})))
+    def from_dict(cls, d: Mapping[str, Any]) -> "Pins":
+        return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})), dict(d.get("template", {})), d.get("template_sha256"))
 
     def changes(self, dataset_dir: str | os.PathLike) -> list[str]:
         """What differs on disk now from what was read ([] when nothing does)."""

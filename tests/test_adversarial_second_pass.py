@@ -1,0 +1,162 @@
+"""Attacks on what landed after the first adversarial pass, kept running in CI: API views, prompt
+verdicts, shards, multi-turn builds and golden-from. Each test plays a careless or hostile user and
+states the promise it holds: the gate opens only for what was judged, the data is what the model
+saw, and bad input gets an error naming where it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.core import gate
+from pipeline.core.decision import DATASET_CHECKS, Counts
+from pipeline.core.golden import load_manifest
+from pipeline.core.shards import Shard
+from pipeline.core.tokenizer import load_tokenizer
+from pytest_tokfidelity.index import SampleIndex
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def copy_dataset(tmp_path: Path, name: str = "B3_magicoder", **manifest_changes) -> Path:
+    """A copy of a shipped dataset in ``tmp_path/golden``, its manifest changed as given (None: removed)."""
+    dataset = tmp_path / "golden" / name
+    shutil.copytree(ROOT / "golden" / name, dataset)
+    path = dataset / "manifest.json"
+    manifest = json.loads(path.read_text())
+    for key, value in manifest_changes.items():
+        if value is None:
+            manifest.pop(key, None)
+        else:
+            manifest[key] = value
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return dataset
+
+
+# --------------------------------------------------------------------------------------------
+# Shards: every shard must have judged the manifest's views
+# --------------------------------------------------------------------------------------------
+def write_view_shards(dataset: Path, state: Path, views_of: dict[int, list[str]], of: int = 2) -> None:
+    """Green shard records of ``dataset``, shard I judged under ``views_of[I]`` (same test count in each)."""
+    manifest = load_manifest(dataset)
+    fingerprint = load_tokenizer(manifest.tokenizer).fingerprint
+    index = SampleIndex(dataset / "samples.jsonl")
+    sizes = {i: sum(Shard(i, of).holds(index.name(p)) for p in range(len(index))) for i in range(1, of + 1)}
+    for i in range(1, of + 1):
+        n = sizes[i] * len(views_of[i])
+        gate.write_shard_record(
+            dataset, Shard(i, of), state_dir=state, green=True, reason="complete and green",
+            counts=Counts(samples=n, exact=n), expected=n, checks_passed=DATASET_CHECKS,
+            tokenizer_spec=manifest.tokenizer, tokenizer_fingerprint=fingerprint, profile=manifest.profile,
+            view=views_of[i], pytest_args=[f"--tokfidelity-shard={i}/{of}"],
+        )
+
+
+def test_a_shard_judged_under_other_views_keeps_the_merged_gate_closed(tmp_path):
+    dataset = copy_dataset(tmp_path, api_view=None, api_views=["sglang", "vllm"])
+    state = tmp_path / "state"
+    write_view_shards(dataset, state, {1: ["sglang", "vllm"], 2: ["sglang", "sglang-legacy"]})
+    merged = gate.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
+    assert not merged.open
+    assert "shard 2/2" in merged.message and "API views" in merged.message
+    assert not gate.check_gate("B3", golden_dir=dataset.parent, state_dir=state).open
+
+
+def test_shards_agreeing_on_views_the_manifest_does_not_list_are_refused(tmp_path):
+    dataset = copy_dataset(tmp_path, api_view=None, api_views=["sglang", "vllm"])
+    state = tmp_path / "state"
+    write_view_shards(dataset, state, {1: ["sglang", "sglang-legacy"], 2: ["sglang", "sglang-legacy"]})
+    merged = gate.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
+    assert not merged.open and "the manifest lists sglang, vllm" in merged.message
+    write_view_shards(dataset, state, {1: ["sglang", "vllm"], 2: ["sglang", "vllm"]})
+    merged = gate.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
+    assert merged.open, merged.message
+    assert gate.check_gate("B3", golden_dir=dataset.parent, state_dir=state).open
+
+
+# --------------------------------------------------------------------------------------------
+# Reviewed divergences belong to the view they were reviewed under
+# --------------------------------------------------------------------------------------------
+def test_divergences_reviewed_under_sglang_do_not_pass_when_the_manifest_moves_to_vllm(pytester):
+    from test_plugin import exact_samples, make_dataset, record, run, split_sample
+
+    d = make_dataset(pytester.path, "V5_moved", [*exact_samples(2), split_sample()], max_known_divergence_rate=0.5)
+    run(pytester, "--tokfidelity-dataset=V5", "--snapshot-update")
+    run(pytester, "--tokfidelity-dataset=V5").assert_outcomes(passed=4 + 3)  # reviewed under sglang: known
+    path = d / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "api_view": "vllm"}))
+    result = run(pytester, "--tokfidelity-dataset=V5", "-v")
+    result.assert_outcomes(passed=4 + 2, failed=1)
+    result.stdout.fnmatch_lines(["*V5_moved/samples.jsonl::split FAILED*", "*No reviewed divergence is stored for this sample*"])
+    assert record(pytester, "V5_moved")["status"] == "closed"
+    run(pytester, "--tokfidelity-dataset=V5", "--snapshot-update")  # reviewed again, under vllm
+    assert "# name: test_fidelity[V5_moved/split[vllm]]" in (d / "__snapshots__" / "fidelity.ambr").read_text()
+    run(pytester, "--tokfidelity-dataset=V5").assert_outcomes(passed=4 + 3)
+    assert record(pytester, "V5_moved")["status"] == "open"
+
+
+# --------------------------------------------------------------------------------------------
+# Chat templates are pinned by content: which file wins, not where it is
+# --------------------------------------------------------------------------------------------
+TOKENIZERS = Path(os.environ.get("TOKFIDELITY_TOKENIZERS") or ROOT.parent / "shared" / "tokenizers")
+
+
+def own_tokenizer_dataset(tmp_path: Path, family: str, profile: str, tokenizer: str | None = None) -> tuple[Path, Path]:
+    """(a one-sample dataset, its tokenizer folder): a copy of ``family``'s tokenizer in tmp_path/tokenizers."""
+    from pipeline.core.golden import write_dataset
+
+    tok_dir = tmp_path / "tokenizers" / family
+    shutil.copytree(TOKENIZERS / family, tok_dir)
+    tok = load_tokenizer(str(tok_dir))
+    ids = tok.encode_ordinary("hi")  # the record is written here, not by a run: the ids are not judged
+    manifest = {"name": "T1", "profile": profile, "tokenizer": tokenizer or str(tok_dir), "source": "tests/test_adversarial_second_pass.py"}
+    samples = [{"id": "a", "output_ids": ids, "finish_reason": "stop"}]
+    return write_dataset(tmp_path / "golden" / "T1_template", manifest, samples), tok_dir
+
+
+def open_record(dataset: Path, state: Path, tok_dir: Path) -> Path:
+    tok = load_tokenizer(str(tok_dir))
+    return gate.write_open_record(dataset, state_dir=state, tokenizer_spec=str(tok_dir), tokenizer_fingerprint=tok.fingerprint,
+                                  profile=load_manifest(dataset).profile, view="sglang", counts=Counts(samples=1, exact=1),
+                                  tokenizer_location=str(tok_dir))
+
+
+@pytest.mark.parametrize("family, profile", [("qwen3", "qwen3"), ("deepseek-v3", "deepseek-v3")])
+def test_a_chat_template_added_beside_a_config_embedded_one_closes_the_gate(tmp_path, family, profile):
+    dataset, tok_dir = own_tokenizer_dataset(tmp_path, family, profile)
+    state = tmp_path / "state"
+    open_record(dataset, state, tok_dir)
+    assert gate.check_gate("T1", golden_dir=dataset.parent, state_dir=state).open
+    (tok_dir / "chat_template.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}")  # now the one read
+    status = gate.check_gate("T1", golden_dir=dataset.parent, state_dir=state)
+    assert not status.open
+    assert f"chat template {tok_dir / 'chat_template.jinja'} changed since the green run" in status.message
+
+
+def test_byte_identical_tokenizer_files_at_another_path_keep_the_gate_open(tmp_path, monkeypatch):
+    """The README's second CI machine: the same tokenizer files elsewhere, found through TOKFIDELITY_TOKENIZERS
+    or named with --tokenizer, check the gate the first machine opened; other files there do not."""
+    dataset, tok_dir = own_tokenizer_dataset(tmp_path, "kimi-k2.5", "kimi-k2.5", tokenizer="kimi-k2.5")
+    state = tmp_path / "state"
+    monkeypatch.setenv("TOKFIDELITY_TOKENIZERS", str(tok_dir.parent))
+    open_record(dataset, state, tok_dir)
+    moved = tmp_path / "machine2" / "tokenizers"
+    moved.parent.mkdir()
+    tok_dir.parent.rename(moved)  # gone from where the green run found it
+    monkeypatch.setenv("TOKFIDELITY_TOKENIZERS", str(moved))
+    status = gate.check_gate("T1", golden_dir=dataset.parent, state_dir=state)
+    assert status.open, status.message
+    status = gate.check_gate("T1", golden_dir=dataset.parent, state_dir=state, tokenizer=str(moved / "kimi-k2.5"))
+    assert status.open, status.message
+    jinja = moved / "kimi-k2.5" / "chat_template.jinja"
+    jinja.write_text(jinja.read_text().replace("<|im_end|>", "<|im_end|> ", 1))
+    status = gate.check_gate("T1", golden_dir=dataset.parent, state_dir=state)
+    assert not status.open and f"chat template {jinja} changed since the green run" in status.message
