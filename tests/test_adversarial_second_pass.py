@@ -160,3 +160,44 @@ def test_byte_identical_tokenizer_files_at_another_path_keep_the_gate_open(tmp_p
     jinja.write_text(jinja.read_text().replace("<|im_end|>", "<|im_end|> ", 1))
     status = gate.check_gate("T1", golden_dir=dataset.parent, state_dir=state)
     assert not status.open and f"chat template {jinja} changed since the green run" in status.message
+
+
+# --------------------------------------------------------------------------------------------
+# A gate opened with the prompt verdicts off lets no stage use prompt ids
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def b1_built(tmp_path_factory):
+    """B1 built before any gate opened: its records hold prompt ids from B1's chat template."""
+    root = tmp_path_factory.mktemp("b1built")
+    shutil.copytree(ROOT / "golden" / "B1_glaive", root / "golden" / "B1_glaive")
+    assert main(["build", "--in", str(root / "golden" / "B1_glaive"), "--out", str(root / "built"), "--no-progress"]) in (0, 1)
+    return root
+
+
+def write_gate(dataset: Path, state: Path, **kw) -> Path:
+    manifest = load_manifest(dataset)
+    n = gate.count_samples(dataset / "samples.jsonl")
+    return gate.write_open_record(dataset, state_dir=state, tokenizer_spec=manifest.tokenizer,
+                                  tokenizer_fingerprint=load_tokenizer(manifest.tokenizer).fingerprint, profile=manifest.profile,
+                                  view=manifest.api_view, counts=Counts(samples=n, exact=n), **kw)
+
+
+def stage_args(stage: str, root: Path, data: Path, out: Path, marker: Path) -> list[str]:
+    command = f"{sys.executable} -c \"import pathlib; pathlib.Path(r'{marker}').write_text('ran')\" {{data}}"
+    return [stage, "--dataset", "B1", "--golden-dir", str(root / "golden"), "--state-dir", str(root / "state"),
+            "--data", str(data), "--out", str(out), "--command", command]
+
+
+@pytest.mark.parametrize("stage", ["train", "hidden-states"])
+def test_a_prompts_off_gate_lets_no_stage_run_on_built_prompt_ids(b1_built, tmp_path, capfd, stage):
+    root = b1_built
+    marker = tmp_path / "ran"
+    write_gate(root / "golden" / "B1_glaive", root / "state", prompts="off")
+    code = main(stage_args(stage, root, root / "built", tmp_path / "out", marker))
+    err = capfd.readouterr().err
+    assert code == 3, err
+    assert "opened by a run with --tokfidelity-prompts=off" in err and "pytest --tokfidelity-dataset=B1_glaive" in err
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    write_gate(root / "golden" / "B1_glaive", root / "state")  # prompts verified: the same build runs
+    assert main(stage_args(stage, root, root / "built", tmp_path / "out", marker)) == 0, capfd.readouterr().err
+    assert marker.read_text() == "ran"

@@ -30,7 +30,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    code, status = closed_gate_exit(args, "hidden-states")  # before loading or writing anything
+    code, status = closed_gate_exit(args, "hidden-states", uses_prompt_ids=True)  # before loading or writing anything
     if code is not None:
         return code
     from ..stages.built_data import gated_build

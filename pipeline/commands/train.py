@@ -23,7 +23,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    code, status = closed_gate_exit(args, "train")  # before running or writing anything
+    code, status = closed_gate_exit(args, "train", uses_prompt_ids=True)  # before running or writing anything
     if code is not None:
         return code
     from ..stages.built_data import gated_build
