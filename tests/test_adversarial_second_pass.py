@@ -201,3 +201,84 @@ def test_a_prompts_off_gate_lets_no_stage_run_on_built_prompt_ids(b1_built, tmp_
     write_gate(root / "golden" / "B1_glaive", root / "state")  # prompts verified: the same build runs
     assert main(stage_args(stage, root, root / "built", tmp_path / "out", marker)) == 0, capfd.readouterr().err
     assert marker.read_text() == "ran"
+
+
+# --------------------------------------------------------------------------------------------
+# Built prompts come from the template the gate verified; build output is taken only as written
+# --------------------------------------------------------------------------------------------
+def test_a_build_rendered_with_another_folders_template_is_refused(b1_built, tmp_path, capfd, monkeypatch):
+    root = b1_built
+    write_gate(root / "golden" / "B1_glaive", root / "state")  # opened with the real Kimi K2.5 files
+    edited = tmp_path / "tokenizers" / "kimi-k2.5"
+    shutil.copytree(TOKENIZERS / "kimi-k2.5", edited)
+    with open(edited / "chat_template.jinja", "a") as f:
+        f.write("{# edited #}")  # renders the same prompts: only the template's content differs
+    monkeypatch.setenv("TOKFIDELITY_TOKENIZERS", str(edited.parent))
+    assert main(["build", "--in", str(root / "golden" / "B1_glaive"), "--out", str(tmp_path / "built"), "--no-progress"]) in (0, 1)
+    meta = json.loads((tmp_path / "built" / "export.json").read_text())
+    assert meta["template_sha256"] and meta["render"]["chat_template_kwargs"] == {"thinking": True, "preserve_thinking": False}
+    assert list(meta["template_files"]) == [str((edited / "chat_template.jinja").resolve())]
+    monkeypatch.setenv("TOKFIDELITY_TOKENIZERS", str(TOKENIZERS))
+    capfd.readouterr()
+    marker = tmp_path / "ran"
+    for stage in ("train", "hidden-states"):
+        code = main(stage_args(stage, root, tmp_path / "built", tmp_path / "out", marker))
+        err = capfd.readouterr().err
+        assert code == 2, err
+        assert "was built with a chat template" in err and "not the one the gate of B1_glaive verified" in err
+        assert not marker.exists()
+    assert main(stage_args("train", root, root / "built", tmp_path / "out", marker)) == 0, capfd.readouterr().err  # the verified one
+
+
+@pytest.mark.parametrize("field, value", [
+    ("input_kind", "golden"),  # no view check for a golden build
+    ("views", {"rebuilt": {"sglang": 3}, "engine": {}}),  # the vllm record passed off as sglang
+    ("template_sha256", "0" * 64),
+])
+def test_an_edited_export_json_field_is_refused(tmp_path, capfd, field, value):
+    from test_served_views import TwoProviders, generate
+
+    from servers.gates import open_gate
+    from servers.engine_ids_chat import SMOLLM2
+    from pipeline.core.golden import write_dataset
+
+    golden = tmp_path / "golden"
+    write_dataset(golden / "T9_smollm2", {"name": "T9_smollm2", "profile": "chatml", "tokenizer": SMOLLM2, "source": "test"},
+                  [{"id": "g", "output_ids": [2], "finish_reason": "stop"}])
+    open_gate(golden / "T9_smollm2", tmp_path / "state")  # judged sglang only
+    generate(tmp_path, golden, TwoProviders(("none", "none")), ["plain [vllm]", "plain", "plain again"], "--view-for", "VllmHost=vllm")
+    assert main(["build", "--in", str(tmp_path / "out"), "--out", str(tmp_path / "train"), "--no-progress"]) == 0
+    meta_path = tmp_path / "train" / "export.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, field: value}, indent=2))
+    marker = tmp_path / "ran"
+    command = f"{sys.executable} -c \"import pathlib; pathlib.Path(r'{marker}').write_text('ran')\" {{data}}"
+    capfd.readouterr()
+    code = main(["train", "--dataset", "T9", "--golden-dir", str(golden), "--state-dir", str(tmp_path / "state"),
+                 "--data", str(tmp_path / "train"), "--out", str(tmp_path / "train-out"), "--command", command])
+    err = capfd.readouterr().err
+    assert code == 2 and not marker.exists(), err
+    assert f"{meta_path} is not the export.json `tokfidelity build` wrote" in err
+
+
+def test_a_run_json_edited_between_runs_cannot_mix_two_views_of_one_provider(tmp_path, capsys):
+    from test_served_views import TwoProviders, generate
+
+    from servers.gates import open_gate
+    from servers.engine_ids_chat import SMOLLM2
+    from pipeline.core.golden import write_dataset
+
+    golden = tmp_path / "golden"
+    write_dataset(golden / "T9_smollm2", {"name": "T9_smollm2", "profile": "chatml", "tokenizer": SMOLLM2, "source": "test"},
+                  [{"id": "g", "output_ids": [2], "finish_reason": "stop"}])
+    open_gate(golden / "T9_smollm2", tmp_path / "state")
+    generate(tmp_path, golden, TwoProviders(), ["plain [vllm]"], "--view-for", "VllmHost=vllm")
+    run = tmp_path / "out" / "run.json"
+    run.write_text(json.dumps({**json.loads(run.read_text()), "view_for": {"VllmHost": "sglang"}}))
+    capsys.readouterr()
+    code, sent = generate(tmp_path, golden, TwoProviders(), ["plain [vllm]", "more [vllm]"], "--view-for", "VllmHost=sglang")
+    err = capsys.readouterr().err
+    assert code == 2 and sent == [], err
+    assert f"{tmp_path / 'out' / 'generations.jsonl'}:1: field 'view': 'vllm'" in err and "use another --out folder" in err
+    rows = (tmp_path / "out" / "generations.jsonl").read_text().splitlines()
+    assert [json.loads(r)["view"] for r in rows] == ["vllm"]

@@ -39,8 +39,7 @@ def run(args) -> int:
 
     try:
         manifest = dataset_manifest(args, status)
-        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status.dataset,
-                                         status.views, manifest.api_view, status.open_command)
+        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status, manifest.api_view)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
         if args.command and args.format != "safetensors":

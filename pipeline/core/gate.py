@@ -74,6 +74,7 @@ class GateStatus:
     tokenizer: str | None = None  # the tokenizer the check loaded (an override, else where the record found it)
     prompts_checked: bool = True  # False: opened by a run with --tokfidelity-prompts=off
     views: frozenset[str] = frozenset()  # open: the views the green run judged (judged_views)
+    template_sha256: str | None = None  # open: the content of the chat template the green run rendered with
 
     def __bool__(self) -> bool:
         return self.open
@@ -450,6 +451,7 @@ def check_gate(
         tokenizer=checked,
         prompts_checked=not off,
         views=frozenset(judged_views(record)),  # a set whatever judged_views returns
+        template_sha256=record.get("template_sha256"),
     )
 
 

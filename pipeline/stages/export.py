@@ -51,6 +51,8 @@ __all__ = [
     "open_build_input",
     "build_records",
     "write_export",
+    "export_seal",
+    "SEAL_FIELD",
     "read_training_records",
     "TRAIN_FILE",
     "EXPORT_META_FILE",
@@ -62,6 +64,7 @@ TRAIN_FILE = "train.jsonl"
 EXPORT_META_FILE = "export.json"
 LEFT_OUT_FILE = "left_out.jsonl"  # one {"where", "id", "reason", "prompt_check"?} per sample not exported
 NOT_RECORDED = "(not recorded)"  # the view of a generate record written before records carried one
+SEAL_FIELD = "sealed_sha256"  # export.json's own field: the sha256 of all its others (export_seal)
 
 
 def training_record(sample_id: str, prompt_ids: Sequence[int], output_ids: Sequence[int], source: str) -> dict[str, Any]:
@@ -334,8 +337,17 @@ def write_export(out_dir: os.PathLike | str, records: Sequence[dict[str, Any]], 
     train = out_dir / TRAIN_FILE
     files = {TRAIN_FILE: _write_jsonl(train, records), LEFT_OUT_FILE: _write_jsonl(out_dir / LEFT_OUT_FILE, left_out)}
     meta_path = out_dir / EXPORT_META_FILE
-    atomic_write(meta_path, json.dumps({**meta, "files": files}, indent=2) + "\n")
+    meta = {**meta, "files": files}
+    atomic_write(meta_path, json.dumps({**meta, SEAL_FIELD: export_seal(meta)}, indent=2) + "\n")
     return train
+
+
+def export_seal(meta: dict[str, Any]) -> str:
+    """The sha256 of export.json's fields but the seal itself (key-sorted JSON). The gated stages take the
+    build's claims from export.json (tokenizer, template, input kind, views rebuilt) as they take its
+    files, only as build wrote them: a field edited by hand no longer matches the seal."""
+    body = {k: v for k, v in meta.items() if k != SEAL_FIELD}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def read_training_records(path: os.PathLike | str) -> Iterator[dict[str, Any]]:
