@@ -282,3 +282,36 @@ def test_a_run_json_edited_between_runs_cannot_mix_two_views_of_one_provider(tmp
     assert f"{tmp_path / 'out' / 'generations.jsonl'}:1: field 'view': 'vllm'" in err and "use another --out folder" in err
     rows = (tmp_path / "out" / "generations.jsonl").read_text().splitlines()
     assert [json.loads(r)["view"] for r in rows] == ["vllm"]
+
+
+# --------------------------------------------------------------------------------------------
+# A request's chat_template_kwargs travel from generate to build
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("prompt_tokens", [True, False], ids=["prompt-tokens", "no-prompt-tokens"])
+def test_chat_template_kwargs_of_a_request_reach_the_built_prompt(tmp_path, prompt_tokens):
+    """Where the server reports usage.prompt_tokens, build checks the prompt against it; where it does
+    not, nothing would catch a prompt rendered without the request's template variables."""
+    from pipeline.core.profiles import bind_profile
+    from pipeline.core.render import render_prompt
+    from pipeline.stages.generate import check_record
+    from pipeline.stages.prompts import Prompt
+
+    tok = load_tokenizer("qwen3")
+    profile = bind_profile("qwen3", tok)
+    messages = [{"role": "user", "content": "Say hello."}]
+    kwargs = {"enable_thinking": False}
+    prompt_ids = render_prompt(messages, None, profile, tok, chat_template_kwargs=kwargs)
+    assert prompt_ids != render_prompt(messages, None, profile, tok)  # the variable changes the prompt
+    output_ids = tok.encode_ordinary("Hello!") + [151645]
+    body = {"choices": [{"message": {"role": "assistant", "content": "Hello!"}, "finish_reason": "stop"}],
+            "usage": {"completion_tokens": len(output_ids), **({"prompt_tokens": len(prompt_ids)} if prompt_tokens else {})}}
+    record = check_record(Prompt("q1", messages, params={"chat_template_kwargs": kwargs}), body, profile, tok)
+    assert record["check"] == "ok", record
+    assert record["chat_template_kwargs"] == kwargs
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    (gen / "run.json").write_text(json.dumps({"profile": "qwen3", "tokenizer": "qwen3"}))
+    (gen / "generations.jsonl").write_text(json.dumps(record) + "\n")
+    assert main(["build", "--in", str(gen), "--out", str(tmp_path / "built"), "--no-progress"]) == 0
+    (row,) = map(json.loads, (tmp_path / "built" / "train.jsonl").read_text().splitlines())
+    assert row["input_ids"] == prompt_ids + output_ids and row["prompt_len"] == len(prompt_ids)

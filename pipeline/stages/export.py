@@ -150,6 +150,21 @@ class BuildResult:
     # "engine": the engine's own ids (exact whatever the view).
     views: dict[str, dict[str, int]] = field(default_factory=lambda: {"rebuilt": {}, "engine": {}})
 
+    written_ids: dict[str, str] = field(default_factory=dict)  # each record's id (as JSON) -> where it came from
+
+    def id_taken(self, record_id: Any, where: str, **fields: Any) -> bool:
+        """Whether an earlier record has this id (a sample whose id is another's turn id, ``ID@messages[i]``,
+        or a repeated id); if so it is left out, saying which: ids in train.jsonl are unique."""
+        first = self.written_ids.get(json.dumps(record_id, sort_keys=True))
+        if first is not None:
+            self.leave_out(where, record_id, f"field 'id': {record_id!r} is the id of an earlier record ({first}); "
+                           "ids in train.jsonl are unique: rename one of them", **fields)
+        return first is not None
+
+    def add(self, record: dict[str, Any], where: str) -> None:
+        self.written_ids[json.dumps(record["id"], sort_keys=True)] = where
+        self.records.append(record)
+
     def leave_out(self, where: str, sample_id: Any, why: str, **fields: Any) -> None:
         label = where if sample_id is None else f"{where} (id {sample_id!r})"
         self.left_out.append((label, why))
@@ -191,7 +206,8 @@ def _generation_sample(item: Any) -> _Sample | str:
     golden_prompt = item.get("prompt_ids") if engine and isinstance(item.get("prompt_ids"), list) else None  # checked like golden ones
     view = item.get("view") if isinstance(item.get("view"), str) else None
     return _Sample(item.get("id"), item.get("messages"), item.get("tools"), output_ids, item.get("finish_reason"),
-                   golden_prompt, usage=item.get("usage"), exact=engine, view=view)
+                   golden_prompt, usage=item.get("usage"), exact=engine, view=view,
+                   chat_template_kwargs=item.get("chat_template_kwargs"))  # the request's: the prompt the model saw
 
 
 def _input_samples(source: BuildInput) -> Iterator[tuple[int, Any, _Sample | str | Exception]]:
@@ -279,6 +295,8 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
     record["prompt_check"] = check
     if kind == "reconstruction":
         record["view"] = sample.view
+    if result.id_taken(sample.id, where, prompt_check=check):
+        return
     why = result.audit.check(record, sample.finish_reason, sample.exact, profile)
     if why:
         result.leave_out(where, sample.id, why, prompt_check=check)
@@ -289,7 +307,7 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
 
     turns = history_rerendered(sample.messages, sample.tools, prompt_ids, profile, tokenizer, render) if has_history else []
     result.audit.note_history(f"{where} (id {sample.id!r})", turns, has_history)
-    result.records.append(record)
+    result.add(record, where)
     if kind == "reconstruction":
         tally = result.views["engine" if sample.exact else "rebuilt"]
         view = sample.view or NOT_RECORDED
@@ -307,11 +325,13 @@ def _add_turn_records(sample: _Sample, where: str, profile: Profile, tokenizer: 
     for problem in problems:
         result.leave_out(where, sample.id, f"earlier assistant turn {problem}")
     for record in records:
+        if result.id_taken(record["id"], where):
+            continue
         why = result.audit.check(record, "stop", False, profile)
         if why:
             result.leave_out(where, record["id"], why)
             continue
-        result.records.append(record)
+        result.add(record, where)
         result.turn_records += 1
 
 

@@ -192,6 +192,8 @@ def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, toke
     record: dict[str, Any] = {"id": prompt.id, "messages": prompt.messages}
     if prompt.tools:
         record["tools"] = prompt.tools
+    if prompt.params.get("chat_template_kwargs") is not None:  # the template variables the server rendered with
+        record["chat_template_kwargs"] = prompt.params["chat_template_kwargs"]
     output_ids = finish = detail = turn = None
     divergence = reproduce = None
     try:
