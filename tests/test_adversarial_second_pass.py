@@ -315,3 +315,25 @@ def test_chat_template_kwargs_of_a_request_reach_the_built_prompt(tmp_path, prom
     assert main(["build", "--in", str(gen), "--out", str(tmp_path / "built"), "--no-progress"]) == 0
     (row,) = map(json.loads, (tmp_path / "built" / "train.jsonl").read_text().splitlines())
     assert row["input_ids"] == prompt_ids + output_ids and row["prompt_len"] == len(prompt_ids)
+
+
+# --------------------------------------------------------------------------------------------
+# Ids in train.jsonl are unique, turn records included
+# --------------------------------------------------------------------------------------------
+def test_a_sample_named_like_another_samples_turn_record_gets_no_second_record_of_that_id(tmp_path, capsys):
+    from pipeline.core.golden import write_dataset
+
+    lines = [json.loads(line) for line in (ROOT / "golden" / "B1_glaive" / "samples.jsonl").read_text().splitlines() if line.strip()]
+    sample = next(s for s in lines if any(m["role"] == "assistant" for m in s["messages"][1:]))
+    turn = next(i for i, m in enumerate(sample["messages"]) if i and m["role"] == "assistant")
+    twin = {**sample, "id": f"{sample['id']}@messages[{turn}]"}  # the id of sample's first turn record
+    manifest = json.loads((ROOT / "golden" / "B1_glaive" / "manifest.json").read_text())
+    dataset = write_dataset(tmp_path / "golden" / "B1_twin", {**manifest, "name": "B1_twin", "samples": 2}, [sample, twin])
+    code = main(["build", "--in", str(dataset), "--out", str(tmp_path / "built"), "--turns", "all", "--no-progress"])
+    err = capsys.readouterr().err
+    ids = [json.loads(line)["id"] for line in (tmp_path / "built" / "train.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) and twin["id"] in ids and sample["id"] in ids
+    assert code == 1  # a sample left out
+    assert f"field 'id': {twin['id']!r} is the id of an earlier record" in err
+    left_out = [json.loads(line) for line in (tmp_path / "built" / "left_out.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in left_out] == [twin["id"]]
