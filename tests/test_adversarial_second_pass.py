@@ -337,3 +337,27 @@ def test_a_sample_named_like_another_samples_turn_record_gets_no_second_record_o
     assert f"field 'id': {twin['id']!r} is the id of an earlier record" in err
     left_out = [json.loads(line) for line in (tmp_path / "built" / "left_out.jsonl").read_text().splitlines()]
     assert [r["id"] for r in left_out] == [twin["id"]]
+
+
+# --------------------------------------------------------------------------------------------
+# Layouts and files the gate cannot work with get a located error, never a traceback
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("made", [True, False], ids=["state-dir-exists", "state-dir-not-made-yet"])
+def test_a_dataset_folder_linking_to_the_state_dir_is_refused_saying_why(pytester, made):
+    from test_plugin import exact_samples, make_dataset, run
+
+    d = make_dataset(pytester.path, "L1_link", exact_samples(2))
+    state = pytester.path / "state"
+    if made:
+        state.mkdir()
+    (d / "records").symlink_to(state, target_is_directory=True)
+    result = run(pytester, "--tokfidelity-dataset=L1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--tokfidelity-state-dir: the dataset folder *L1_link reaches the state dir {state} through "
+                                 "*L1_link/records: its gate records would count as golden files*"])
+    assert not (state / "gates" / "L1_link.json").exists()
+    status = gate.check_gate("L1", golden_dir=pytester.path / "golden", state_dir=state)
+    assert not status.open and "gate could never stay open" in status.message and "out of the dataset folder" in status.next_step
+    (d / "records").unlink()  # the layout fixed: a run opens the gate, and it stays open
+    run(pytester, "--tokfidelity-dataset=L1").assert_outcomes(passed=4 + 2)
+    assert gate.check_gate("L1", golden_dir=pytester.path / "golden", state_dir=state).open

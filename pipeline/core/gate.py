@@ -427,6 +427,12 @@ def check_gate(
         step = "; ".join(dict.fromkeys(steps)) or f"run `{command}` to open it"
         return GateStatus(False, name, f"gate for {name} is closed: {why}.", command, step, tokenizer=checked)
 
+    from .pins import state_dir_problem
+
+    if (layout := state_dir_problem(dataset_dir, state)) is not None:
+        return GateStatus(False, name, f"gate for {name} is closed: {layout}.", command,
+                          "move the state dir (or the link to it) out of the dataset folder, then run "
+                          f"`{command}`")
     record = read_record(state, name)
     where = record_path(state, name)
     if record is None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from .files import open_input
 
-__all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes"]
+__all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes", "folder_reaching", "state_dir_problem"]
 
 _SKIPPED_SUFFIXES = (".lock", ".tmp")
 
@@ -52,6 +52,40 @@ def _dataset_files(dataset_dir: Path) -> Iterable[tuple[str, Path]]:
             if name.endswith(_SKIPPED_SUFFIXES) or not path.is_file():
                 continue
             yield path.relative_to(dataset_dir).as_posix(), path
+
+
+def folder_reaching(dataset_dir: str | os.PathLike, target: str | os.PathLike) -> str | None:
+    """The entry of a dataset folder (relative; the folder itself is ".") that is ``target``, or holds it,
+    following links as the golden-file pins do (a link to a folder not made yet included): ``target``'s
+    files would be pinned as the dataset's. None: no entry reaches it."""
+    dataset_dir = Path(dataset_dir)
+    real_target = Path(os.path.realpath(target))
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(dataset_dir, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        for path in (Path(root), *(Path(root) / n for n in (*dirs, *files) if os.path.islink(Path(root) / n))):
+            resolved = Path(os.path.realpath(path))
+            if resolved == real_target or resolved in real_target.parents:
+                return path.relative_to(dataset_dir).as_posix()
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+    return None
+
+
+def state_dir_problem(dataset_dir: str | os.PathLike, state_dir: str | os.PathLike) -> str | None:
+    """Why a state dir cannot keep the gate records of a dataset: the dataset folder reaches it (a link to
+    it, or it lies inside), so its gate records would be pinned as golden files, and the record a run writes
+    would change them: the gate could never stay open. None: they are apart."""
+    entry = folder_reaching(dataset_dir, state_dir)
+    if entry is None:
+        return None
+    where = Path(dataset_dir) if entry == "." else Path(dataset_dir) / entry
+    return (f"the dataset folder {dataset_dir} reaches the state dir {state_dir} through {where}: its gate records would "
+            "count as golden files of the dataset, and each record a run writes would change them, so the gate could never "
+            "stay open. Keep the state dir out of the dataset folder: remove that link, or give another --tokfidelity-state-dir")
 
 
 def golden_file_hashes(dataset_dir: str | os.PathLike, skip: Iterable[str] = ()) -> dict[str, str]:
