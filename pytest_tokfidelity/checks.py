@@ -171,6 +171,8 @@ class Checks:
                 problems.append(ds.view_error)
             if ds.index.problem:
                 problems.append(f"{ds.index.path}: {ds.index.problem}")
+            problems += [f"{ds.dir / rel}: cannot be read ({why}); make it readable, or move it out of the dataset folder "
+                         "(every file of a dataset folder is pinned by the gate)" for rel, why in ds.unreadable_files().items()]
             if problems:
                 pytest.fail("\n".join(problems), pytrace=False)
             return

@@ -112,6 +112,13 @@ class DatasetRun:
     def indexed(self) -> bool:
         return self._index is not None
 
+    def unreadable_files(self) -> dict[str, str]:
+        """The dataset's files (other than its manifest and samples) that could not be read -> why."""
+        from pipeline.core.pins import unreadable_files
+
+        _ = self.index  # read with it
+        return unreadable_files(self._other_files or {})
+
     def pins(self) -> Pins:
         """The hashes of what this process read of the dataset and its tokenizer."""
         golden = dict(self._other_files or {})

@@ -361,3 +361,56 @@ def test_a_dataset_folder_linking_to_the_state_dir_is_refused_saying_why(pyteste
     (d / "records").unlink()  # the layout fixed: a run opens the gate, and it stays open
     run(pytester, "--tokfidelity-dataset=L1").assert_outcomes(passed=4 + 2)
     assert gate.check_gate("L1", golden_dir=pytester.path / "golden", state_dir=state).open
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder another user may use (pytest's tmp_path is private to this one), removed after the test."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="tokfidelity-unreadable-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def as_reader() -> list[str]:
+    """The command prefix that runs a subprocess as a user file permissions stop: root reads any file, so
+    as root it becomes nobody (util-linux's setpriv)."""
+    if os.geteuid() != 0:
+        return []
+    assert shutil.which("setpriv"), "root without util-linux's setpriv: no user that file permissions stop"
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_an_unreadable_file_in_a_dataset_folder_fails_test_manifest_naming_it_and_closes_the_gate(shared_tmp):
+    from test_plugin import exact_samples, make_dataset
+
+    d = make_dataset(shared_tmp, "U1_unread", exact_samples(2))
+    notes = d / "notes.txt"
+    notes.write_text("reviewer notes")
+    for path in [shared_tmp / "golden", d, *d.rglob("*")]:
+        path.chmod(0o777 if path.is_dir() else 0o644)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(shared_tmp)}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*as_reader(), sys.executable, *args], cwd=shared_tmp, capture_output=True, text=True, env=env,
+                              timeout=600)
+
+    pytest_args = ["-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--tokfidelity-dataset=U1",
+                   f"--tokfidelity-state-dir={shared_tmp / 'state'}"]
+    check = ["-m", "pipeline.cli", "gate", "check", "--dataset", "U1", "--golden-dir", str(shared_tmp / "golden"),
+             "--state-dir", str(shared_tmp / "state")]
+    assert run(*pytest_args).returncode == 0  # readable: the gate opens
+    notes.chmod(0)
+    result = run(*check)
+    assert result.returncode == 1 and "golden file notes.txt cannot be read (Permission denied)" in result.stdout + result.stderr
+    assert "writable" not in result.stdout + result.stderr
+    result = run(*pytest_args)
+    assert result.returncode == 1 and "INTERNALERROR" not in result.stdout + result.stderr
+    assert f"{notes.relative_to(shared_tmp)}: cannot be read (Permission denied); make it readable" in result.stdout
+    assert "FAILED golden/U1_unread/samples.jsonl::test_manifest" in result.stdout
+    record = json.loads((shared_tmp / "state" / "gates" / "U1_unread.json").read_text())
+    assert record["status"] == "closed" and "1 test(s) failed" in record["reason"]
+    result = run(*check)
+    assert result.returncode == 1 and "the last run" in result.stdout + result.stderr

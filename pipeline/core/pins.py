@@ -22,9 +22,10 @@ from typing import Any
 
 from .files import open_input
 
-__all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes", "folder_reaching", "state_dir_problem"]
+__all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes", "folder_reaching", "state_dir_problem", "UNREADABLE", "unreadable_files"]
 
 _SKIPPED_SUFFIXES = (".lock", ".tmp")
+UNREADABLE = "unreadable: "  # a golden file's pin when it cannot be read: this, then why (never a sha256)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -92,13 +93,28 @@ def golden_file_hashes(dataset_dir: str | os.PathLike, skip: Iterable[str] = ())
     """sha256 of every file of a dataset (manifest, samples, reviewed snapshots), by relative path;
     symlinks followed. ``skip``: relative names hashed elsewhere (from the bytes that were read)."""
     skipped = set(skip)
-    return {rel: file_sha256(path) for rel, path in _dataset_files(Path(dataset_dir)) if rel not in skipped}
+    out = {}
+    for rel, path in _dataset_files(Path(dataset_dir)):
+        if rel in skipped:
+            continue
+        try:
+            out[rel] = file_sha256(path)
+        except OSError as e:  # pinned as unreadable: every check that compares pins names it (unreadable_files)
+            out[rel] = f"{UNREADABLE}{e.strerror or type(e).__name__}"
+    return out
+
+
+def unreadable_files(hashes: Mapping[str, str]) -> dict[str, str]:
+    """The files of ``golden_file_hashes`` that could not be read -> why."""
+    return {rel: h[len(UNREADABLE):] for rel, h in sorted(hashes.items()) if h.startswith(UNREADABLE)}
 
 
 def changed_files(label: str, recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
     notes = []
     for key in sorted(set(recorded) | set(now)):
-        if key not in now:
+        if key in now and now[key].startswith(UNREADABLE):
+            notes.append(f"{label} {key} cannot be read ({now[key][len(UNREADABLE):]})")
+        elif key not in now:
             notes.append(f"{label} {key} was removed")
         elif key not in recorded:
             notes.append(f"{label} {key} was added")
