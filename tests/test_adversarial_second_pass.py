@@ -414,3 +414,82 @@ def test_an_unreadable_file_in_a_dataset_folder_fails_test_manifest_naming_it_an
     assert record["status"] == "closed" and "1 test(s) failed" in record["reason"]
     result = run(*check)
     assert result.returncode == 1 and "the last run" in result.stdout + result.stderr
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # JSON nested past the parser's depth
+
+
+def engine_record(**changes) -> dict:
+    """A generate record with the engine's ids, as golden-from takes it (``None``: the field removed)."""
+    record = {"id": "p0", "messages": [{"role": "user", "content": "hi"}], "ids_source": "engine", "check": "ok",
+              "usage": {}, "output_ids": [19556, 2], "prompt_ids": [1, 2], "finish_reason": "stop", "view": "vllm",
+              "response": {"choices": [{"message": {"role": "assistant", "content": "Hello"}, "finish_reason": "stop"}]}}
+    record.update(changes)
+    return {k: v for k, v in record.items() if v is not None}
+
+
+def generate_folder(root: Path, *records: dict, run=None) -> Path:
+    folder = root / "gen"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(run if isinstance(run, str) else json.dumps(run or {"profile": "chatml", "tokenizer": "SmolLM2"}))
+    (folder / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+@pytest.mark.parametrize("changes, field, expected", [
+    ({"view": ["vllm"]}, "view", "one of the profile's views (sglang, sglang-legacy, vllm)"),
+    ({"view": 5}, "view", "one of the profile's views"),
+    ({"view": "vllm-spaces"}, "view", "one of the profile's views"),
+    ({"response": "Hello"}, "response", "the chat completion the server sent"),
+    ({"response": {"choices": []}}, "response", "the chat completion the server sent"),
+    ({"messages": None}, "messages", "the request's non-empty list of messages"),
+    ({"output_ids": "19556"}, "output_ids", "a list of token ids"),
+])
+def test_golden_from_names_the_line_and_field_of_a_bad_record_and_writes_nothing(tmp_path, capsys, changes, field, expected):
+    folder = generate_folder(tmp_path, engine_record(id="p0"), engine_record(id="p1", **changes))
+    code = main(["golden-from", "--generations", str(folder), "--dataset", "G9", "--out", str(tmp_path / "golden")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{folder / 'generations.jsonl'}:2: field {field!r}: expected {expected}" in err and "Traceback" not in err
+    assert not (tmp_path / "golden" / "G9").exists()
+
+
+def test_golden_from_keeps_a_good_records_view_and_template_variables(tmp_path, capsys):
+    folder = generate_folder(tmp_path, engine_record(chat_template_kwargs={"enable_thinking": False}))
+    assert main(["golden-from", "--generations", str(folder), "--dataset", "G9", "--out", str(tmp_path / "golden")]) == 0
+    manifest = json.loads((tmp_path / "golden" / "G9" / "manifest.json").read_text())
+    (sample,) = map(json.loads, (tmp_path / "golden" / "G9" / "samples.jsonl").read_text().splitlines())
+    assert manifest["api_view"] == "vllm" and sample["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+@pytest.mark.parametrize("run, message", [
+    (DEEP, "run.json: not valid JSON"),
+    ({"profile": "nope", "tokenizer": "SmolLM2"}, "run.json: field 'profile'"),
+])
+def test_golden_from_names_a_bad_run_json(tmp_path, capsys, run, message):
+    folder = generate_folder(tmp_path, engine_record(), run=run)
+    assert main(["golden-from", "--generations", str(folder), "--dataset", "G9", "--out", str(tmp_path / "golden")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_deeply_nested_run_json_is_named_by_build_and_by_a_resumed_generate(tmp_path, capsys):
+    from test_served_views import TwoProviders, generate
+
+    from servers.gates import open_gate
+    from servers.engine_ids_chat import SMOLLM2
+    from pipeline.core.golden import write_dataset
+
+    folder = generate_folder(tmp_path, engine_record(), run=DEEP)
+    assert main(["build", "--in", str(folder), "--out", str(tmp_path / "built"), "--no-progress"]) == 2
+    assert f"{folder / 'run.json'}: not valid JSON" in capsys.readouterr().err
+    golden = tmp_path / "golden"
+    write_dataset(golden / "T9_smollm2", {"name": "T9_smollm2", "profile": "chatml", "tokenizer": SMOLLM2, "source": "test"},
+                  [{"id": "g", "output_ids": [2], "finish_reason": "stop"}])
+    open_gate(golden / "T9_smollm2", tmp_path / "state")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "run.json").write_text(DEEP)
+    code, sent = generate(tmp_path, golden, TwoProviders(), ["plain"])
+    err = capsys.readouterr().err
+    assert code == 2 and sent == [], err
+    assert f"{tmp_path / 'out' / 'run.json'} is not readable as a JSON object" in err

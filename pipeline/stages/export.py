@@ -122,8 +122,8 @@ def open_build_input(folder: os.PathLike | str) -> BuildInput:
         run_path = folder / "run.json"
         try:
             run = json.loads(run_path.read_text(encoding="utf-8"))
-        except ValueError as e:  # not JSON, or not UTF-8
-            raise ValueError(f"{run_path}: not valid JSON ({e})") from None
+        except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
+            raise ValueError(f"{run_path}: not valid JSON ({e or 'nested too deeply'})") from None
         spec = (run.get("tokenizer_spec") or run.get("tokenizer")) if isinstance(run, dict) else None
         if not isinstance(run, dict) or not isinstance(run.get("profile"), str) or not isinstance(spec, str):
             raise ValueError(f"{run_path}: fields 'profile' and 'tokenizer' missing (is this a `tokfidelity generate` --out folder?)")
