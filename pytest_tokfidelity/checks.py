@@ -126,8 +126,8 @@ class Checks:
             f"{ds.name}/{ds.index.name(position)}{f' under view {ds.views[case[2]]}' if ds.multi_view else ''} "
             f"(line {verdict.line}): {_sides(verdict)}: "
             f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
-            f"record it with `pytest {item.nodeid} --snapshot-update` (every such sample of the dataset: "
-            f"`pytest --tokfidelity-dataset={ds.name} --snapshot-update`).",
+            f"record it with `pytest {self._pasted_id(ds, item.name)}{self._golden_option()} --snapshot-update` (every such "
+            f"sample of the dataset: `pytest --tokfidelity-dataset={ds.name}{self._golden_option()} --snapshot-update`).",
             pytrace=False,
         )
 
@@ -139,7 +139,7 @@ class Checks:
         status = check_gate(ds.name, golden_dir=self.session.golden_dir, tokenizer=opt.tokfidelity_tokenizer,
                             state_dir=opt.tokfidelity_state_dir, view=None if "," in (opt.tokfidelity_view or "") else opt.tokfidelity_view)
         if not status.open:
-            whole = f"pytest {self._file_id(ds)}"
+            whole = f"pytest {self._pasted_id(ds)}"
             pytest.fail(f"{status.message}\nnext: {status.next_step}\n(the gate is decided by a run of the whole dataset: `{whole}`)",
                         pytrace=False)
 
@@ -148,6 +148,19 @@ class Checks:
         from .selection import dataset_file, file_nodeid
 
         return file_nodeid(self.session.config, dataset_file(ds.dir))
+
+    def _pasted_id(self, ds, name: str | None = None) -> str:
+        """``ds``'s file (and test ``name`` in it) as a pasted command names it (selection.pasted_path)."""
+        from .selection import dataset_file, pasted_path
+
+        path = pasted_path(self.session.config, dataset_file(ds.dir))
+        return f"{path}::{name}" if name else path
+
+    def _golden_option(self) -> str:
+        """The run's --tokfidelity-golden-dir, for a printed command (a path outside the default golden dir names
+        its dataset only with it)."""
+        golden = self.session.config.option.tokfidelity_golden_dir
+        return f" --tokfidelity-golden-dir={golden}" if golden else ""
 
     def _test_id(self, ds, name: str) -> str:
         return f"{self._file_id(ds)}::{name}"

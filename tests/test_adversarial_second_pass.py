@@ -493,3 +493,31 @@ def test_a_deeply_nested_run_json_is_named_by_build_and_by_a_resumed_generate(tm
     err = capsys.readouterr().err
     assert code == 2 and sent == [], err
     assert f"{tmp_path / 'out' / 'run.json'} is not readable as a JSON object" in err
+
+
+def test_a_pasted_test_id_selects_the_test_from_where_pytest_was_started(tmp_path):
+    """The golden dir outside the rootdir, pytest started in a third folder: the command a failure prints
+    selects that very test when pasted there (pytest resolves paths against that folder, not the rootdir)."""
+    from test_plugin import exact_samples, make_dataset, split_sample
+
+    rootdir = tmp_path / "a" / "b" / "root"
+    rootdir.mkdir(parents=True)
+    (rootdir / "pytest.ini").write_text("[pytest]\n")
+    d = make_dataset(tmp_path / "elsewhere", "N20_paste", [*exact_samples(1), split_sample()])
+    third = tmp_path / "third"
+    third.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "pytest", "-c", str(rootdir / "pytest.ini"), "-p", "no:randomly", "-p", "no:cacheprovider",
+               f"--tokfidelity-state-dir={tmp_path / 'state'}", *args]
+        return subprocess.run(cmd, cwd=third, capture_output=True, text=True, env=env, timeout=600)
+
+    first = run(f"--tokfidelity-golden-dir={d.parent}", "--tokfidelity-dataset=N20")
+    assert first.returncode == 1 and "rootdir: " + str(rootdir) in first.stdout
+    pasted = first.stdout.split("record it with `pytest ", 1)[1].split("`", 1)[0].split()
+    path, _, name = pasted[0].partition("::")
+    assert (third / path).resolve() == (d / "samples.jsonl").resolve() and name == "split"
+    update = run(*pasted)
+    assert update.returncode == 0 and "1 passed" in update.stdout, update.stdout[-2000:]
+    assert "# name: test_fidelity[N20_paste/split]" in (d / "__snapshots__" / "fidelity.ambr").read_text()
