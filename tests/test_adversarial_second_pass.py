@@ -1,7 +1,6 @@
-"""Attacks on what landed after the first adversarial pass, kept running in CI: API views, prompt
-verdicts, shards, multi-turn builds and golden-from. Each test plays a careless or hostile user and
-states the promise it holds: the gate opens only for what was judged, the data is what the model
-saw, and bad input gets an error naming where it is.
+"""Attacks on API views, prompt verdicts, shards, multi-turn builds and golden-from, kept running in CI.
+Each test plays a careless or hostile user and states the promise it holds: the gate opens only for
+what was judged, the data is what the model saw, and bad input gets an error naming where it is.
 """
 
 from __future__ import annotations
