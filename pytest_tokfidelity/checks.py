@@ -13,7 +13,7 @@ from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, PROMPT_EXACT, PROMP
 
 from .collection import GATE_TEST
 from .judge_watch import JudgeStuck
-from .snapshots import snapshot_assertion, snapshot_file, snapshot_key
+from .snapshots import snapshot_assertion, snapshot_file
 
 __all__ = ["Checks"]
 
@@ -54,7 +54,7 @@ class Checks:
         """Count an exact verdict as check_sample does, unless the sample has a stored reviewed
         divergence (then check_sample must see it: the snapshot is stale): False, nothing counted."""
         ds = self.datasets[item.case[0]]
-        if ds.stored and snapshot_key(ds.name, item.name) in ds.stored:
+        if ds.stored and ds.snapshot_key(item) in ds.stored:
             return False
         counts = self.counts[ds.count_keys[item.case[2]]]
         counts.samples += 1
@@ -102,7 +102,7 @@ class Checks:
                 for cls, n in verdict.hunks_by_class.items():
                     policy_hunks[cls] = policy_hunks.get(cls, 0) + n
                 self._record(ds, position, verdict, "policy", item)
-            if ds.stored and (key := snapshot_key(ds.name, item.name)) in ds.stored:
+            if ds.stored and (key := ds.snapshot_key(item)) in ds.stored:
                 counts.stale_snapshots.append(key)
             return
         snapshot = snapshot_assertion(item)
@@ -116,7 +116,7 @@ class Checks:
         _count_prompt(counts, verdict.prompt, False)
         type(counts).bump(counts.new_by_class, verdict.classes)
         self._record(ds, position, verdict, "new", item)
-        stored = snapshot_key(ds.name, item.name) in ds.stored
+        stored = ds.snapshot_key(item) in ds.stored
         hint = (
             f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir, ds.snapshot_basename)}."
             if stored
@@ -126,8 +126,8 @@ class Checks:
             f"{ds.name}/{ds.index.name(position)}{f' under view {ds.views[case[2]]}' if ds.multi_view else ''} "
             f"(line {verdict.line}): {_sides(verdict)}{ds.judged_code}: "
             f"{', '.join(verdict.classes)}\n{verdict.report}\n{hint} If this divergence is expected, review it and "
-            f"record it with `pytest {item.nodeid} --snapshot-update` (every such sample of the dataset: "
-            f"`pytest --tokfidelity-dataset={ds.name} --snapshot-update`).",
+            f"record it with `pytest {self._pasted_id(ds, item.name)}{self._golden_option()} --snapshot-update` (every such "
+            f"sample of the dataset: `pytest --tokfidelity-dataset={ds.name}{self._golden_option()} --snapshot-update`).",
             pytrace=False,
         )
 
@@ -139,7 +139,7 @@ class Checks:
         status = check_gate(ds.name, golden_dir=self.session.golden_dir, tokenizer=opt.tokfidelity_tokenizer,
                             state_dir=opt.tokfidelity_state_dir, view=None if "," in (opt.tokfidelity_view or "") else opt.tokfidelity_view)
         if not status.open:
-            whole = f"pytest {self._file_id(ds)}"
+            whole = f"pytest {self._pasted_id(ds)}"
             pytest.fail(f"{status.message}\nnext: {status.next_step}\n(the gate is decided by a run of the whole dataset: `{whole}`)",
                         pytrace=False)
 
@@ -148,6 +148,19 @@ class Checks:
         from .selection import dataset_file, file_nodeid
 
         return file_nodeid(self.session.config, dataset_file(ds.dir))
+
+    def _pasted_id(self, ds, name: str | None = None) -> str:
+        """``ds``'s file (and test ``name`` in it) as a pasted command names it (selection.pasted_path)."""
+        from .selection import dataset_file, pasted_path
+
+        path = pasted_path(self.session.config, dataset_file(ds.dir))
+        return f"{path}::{name}" if name else path
+
+    def _golden_option(self) -> str:
+        """The run's --tokfidelity-golden-dir, for a printed command (a path outside the default golden dir names
+        its dataset only with it)."""
+        golden = self.session.config.option.tokfidelity_golden_dir
+        return f" --tokfidelity-golden-dir={golden}" if golden else ""
 
     def _test_id(self, ds, name: str) -> str:
         return f"{self._file_id(ds)}::{name}"
@@ -171,6 +184,8 @@ class Checks:
                 problems.append(ds.view_error)
             if ds.index.problem:
                 problems.append(f"{ds.index.path}: {ds.index.problem}")
+            problems += [f"{ds.dir / rel}: cannot be read ({why}); make it readable, or move it out of the dataset folder "
+                         "(every file of a dataset folder is pinned by the gate)" for rel, why in ds.unreadable_files().items()]
             if problems:
                 pytest.fail("\n".join(problems), pytrace=False)
             return

@@ -22,7 +22,7 @@ from pipeline.core.golden import DEFAULT_VIEW, MANIFEST_FILE, SAMPLES_FILE, Gold
 from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes
 
 from .index import SampleIndex
-from .snapshots import SNAPSHOT_BASENAME, stored_names
+from .snapshots import SNAPSHOT_BASENAME, snapshot_key, stored_names
 
 __all__ = ["DatasetRun", "Judged"]
 
@@ -115,6 +115,13 @@ class DatasetRun:
     def indexed(self) -> bool:
         return self._index is not None
 
+    def unreadable_files(self) -> dict[str, str]:
+        """The dataset's files (other than its manifest and samples) that could not be read -> why."""
+        from pipeline.core.pins import unreadable_files
+
+        _ = self.index  # read with it
+        return unreadable_files(self._other_files or {})
+
     def pins(self) -> Pins:
         """The hashes of what this process read of the dataset and its tokenizer."""
         golden = dict(self._other_files or {})
@@ -125,9 +132,9 @@ class DatasetRun:
         judge = self._setup[0] if self._setup is not None else None
         if judge is None:
             return Pins(golden)
-        from pipeline.core.render import template_pin
+        from pipeline.core.render import template_digest, template_pin
 
-        return Pins(golden, dict(judge.tokenizer.file_digests), template_pin(judge.tokenizer))
+        return Pins(golden, dict(judge.tokenizer.file_digests), template_pin(judge.tokenizer), template_digest(judge.tokenizer))
 
     @property
     def fd(self) -> int:
@@ -230,6 +237,11 @@ class DatasetRun:
                 renderer_for(judge.tokenizer)  # the template compiled (and any fallback said), once
             except (RenderError, ImportError, SyntaxError, ValueError):  # each sample's prompt verdict says why
                 pass
+
+    def snapshot_key(self, item) -> str:
+        """The name of a sample test's reviewed divergence: its test name, with the view it judges under
+        when the name does not carry it (snapshots.snapshot_key)."""
+        return snapshot_key(self.name, item.name, None if self.view_suffix else self.views[item.case[2]])
 
     @property
     def judged_code(self) -> str:

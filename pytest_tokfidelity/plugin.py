@@ -189,6 +189,11 @@ def pytest_configure(config: pytest.Config) -> None:
         session = FidelitySession(config, names, _golden_dir(config), judges, own)
     except ValueError as e:  # no such dataset / golden dir: a usage error, said plainly
         raise pytest.UsageError(f"--tokfidelity-dataset: {e}") from None
+    from pipeline.core.pins import state_dir_problem
+
+    for ds in session.datasets:
+        if (problem := state_dir_problem(ds.dir, state_dir)) is not None:
+            raise pytest.UsageError(f"--tokfidelity-state-dir: {problem}")
     config.pluginmanager.register(session, PLUGIN_NAME)
     if opt.tokfidelity_report:
         from .results import RESULTS_PLUGIN_NAME, ResultsRecorder

@@ -242,14 +242,14 @@ class RunReport:
     def _pins(self, ds: DatasetRun) -> tuple[Pins | None, list[str]]:
         """What the run read of the dataset and its tokenizer, and what differs on disk now."""
         seen = self.worker_pins.get(ds.name) or [ds.pins()]
-        tokenizers = [(p.tokenizer, p.template) for p in seen if p.tokenizer]  # a worker that judged none of its samples has none
+        tokenizers = [(p.tokenizer, p.template, p.template_sha256) for p in seen if p.tokenizer]  # a worker that judged none of its samples has none
         if any(p.golden != seen[0].golden for p in seen) or any(t != tokenizers[0] for t in tokenizers):
             return None, ["the dataset, tokenizer or chat template files changed while xdist workers were reading them"]
-        pins = Pins(seen[0].golden, *(tokenizers[0] if tokenizers else ({}, {})))
+        pins = Pins(seen[0].golden, *(tokenizers[0] if tokenizers else ({}, {}, None)))
         if not pins.tokenizer:  # no process needed the tokenizer for a sample: pin it now
             ds.setup()
             now = ds.pins()
-            pins = Pins(pins.golden, now.tokenizer, now.template)
+            pins = Pins(pins.golden, now.tokenizer, now.template, now.template_sha256)
         own = [own.changes() for own in (self.session.reconstructor, self.session.renderer) if own is not None]
         return pins, pins.changes(ds.dir) + [c for changes in own for c in changes]
 

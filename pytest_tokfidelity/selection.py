@@ -20,7 +20,7 @@ import pytest
 # (implied_datasets), where a project's own package named ``pipeline`` may shadow tokfidelity's (plugin.py)
 SAMPLES_FILE, MANIFEST_FILE = "samples.jsonl", "manifest.json"
 
-__all__ = ["dataset_file", "names_test", "arg_paths", "implied_datasets", "collected_paths", "selects_tests", "file_nodeid"]
+__all__ = ["dataset_file", "names_test", "arg_paths", "implied_datasets", "collected_paths", "selects_tests", "file_nodeid", "pasted_path"]
 
 
 def dataset_file(dataset_dir: Path) -> Path:
@@ -89,6 +89,15 @@ def names_test(config: pytest.Config, file_path: Path, name: str) -> bool:
         if parts == [name] and _absolute(path, config.invocation_params.dir) == file:
             return True
     return False
+
+
+def pasted_path(config: pytest.Config, path: Path) -> str:
+    """``path`` as a command printed for pasting must name it: pytest resolves a path argument against the
+    folder it was started in (not the rootdir, against which it makes node ids), so relative to that folder
+    when the path is inside it, else absolute."""
+    path = _absolute(path, config.invocation_params.dir)
+    base = config.invocation_params.dir
+    return path.relative_to(base).as_posix() if path.is_relative_to(base) else path.as_posix()
 
 
 def file_nodeid(config: pytest.Config, path: Path) -> str:

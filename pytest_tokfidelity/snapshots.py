@@ -22,6 +22,7 @@ from syrupy.extensions.amber import AmberDataSerializer, AmberSnapshotExtension
 from syrupy.location import PyTestLocation
 
 from pipeline.core.checked_versions import CheckedRange, usable
+from pipeline.core.golden import DEFAULT_VIEW
 
 __all__ = ["snapshot_key", "DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED", "self_test", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
 
@@ -29,9 +30,15 @@ SNAPSHOT_DIRNAME = "__snapshots__"
 SNAPSHOT_BASENAME = "fidelity"
 
 
-def snapshot_key(dataset: str, test_name: str) -> str:
+def snapshot_key(dataset: str, test_name: str, view: str | None = None) -> str:
     """The name of a sample's reviewed divergence in its dataset's snapshot file (``test_name``: the
-    sample's test name in ``samples.jsonl``, collection.sample_item_name)."""
+    sample's test name in ``samples.jsonl``, collection.sample_item_name). ``view``: the view the test
+    judges under, when its name does not carry it (``SAMPLE[VIEW]`` does). A divergence is reviewed under
+    one view, so its name says which: ``SAMPLE[VIEW]``, or ``SAMPLE`` alone for the default view (every
+    shipped snapshot). A dataset whose manifest moves from one view to another then finds none of the
+    other view's reviews: they pass no test of the new view."""
+    if view is not None and view != DEFAULT_VIEW:
+        test_name = f"{test_name}[{view}]"
     return f"test_fidelity[{dataset}/{test_name}]"
 
 
@@ -45,7 +52,10 @@ def stored_names(dataset_dir: Path, basename: str = SNAPSHOT_BASENAME) -> set[st
     path = snapshot_file(dataset_dir, basename)
     if not path.is_file():
         return set()
-    return {s.name for s in AmberDataSerializer.read_file(str(path))}
+    try:
+        return {s.name for s in AmberDataSerializer.read_file(str(path))}
+    except OSError:  # unreadable: test_manifest names the file (every dataset file is pinned), no sample passes on it
+        return set()
 
 
 def _compact(value: Any) -> str:
@@ -96,7 +106,7 @@ class DiagnosisExtension(AmberSnapshotExtension):
         dataset = session_of(item.config).dataset_of_item(item)
         if dataset is None:
             return super().get_snapshot_name(test_location=test_location, index=index)
-        return snapshot_key(dataset.name, item.name)
+        return dataset.snapshot_key(item)
 
     @classmethod
     def get_file_basename(cls, *, test_location, index) -> str:

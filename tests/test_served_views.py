@@ -12,6 +12,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.core.golden import write_dataset
+from pipeline.stages.export import SEAL_FIELD, export_seal
 from servers.engine_ids_chat import SMOLLM2, EngineIdsChat
 from servers.gates import open_gate
 from servers.http_server import FaultyServer
@@ -268,7 +269,8 @@ def test_data_from_before_views_were_recorded_is_taken_as_the_manifests_view(tmp
     data = built(tmp_path, golden)
     meta = json.loads((data / "export.json").read_text())
     del meta["views"]
-    (data / "export.json").write_text(json.dumps(meta))  # export.json pins the other files, not itself
+    meta[SEAL_FIELD] = export_seal(meta)  # sealed as the build that wrote it would have
+    (data / "export.json").write_text(json.dumps(meta))
     capfd.readouterr()
     args, marker = stage_args("train", tmp_path, golden, data)
     assert main(args) == 0 and marker.exists()
@@ -281,7 +283,8 @@ def test_data_from_before_views_were_recorded_is_taken_as_the_manifests_view(tmp
 def test_a_damaged_views_field_is_named(tmp_path, golden, capsys):
     data = built(tmp_path, golden)
     meta = json.loads((data / "export.json").read_text())
-    (data / "export.json").write_text(json.dumps({**meta, "views": {"rebuilt": ["vllm"]}}))
+    meta["views"] = {"rebuilt": ["vllm"]}
+    (data / "export.json").write_text(json.dumps({**meta, SEAL_FIELD: export_seal(meta)}))
     capsys.readouterr()
     args, marker = stage_args("train", tmp_path, golden, data)
     assert main(args) == 2 and not marker.exists()

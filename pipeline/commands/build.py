@@ -102,6 +102,7 @@ def _export_meta(args, source, profile, tokenizer, result) -> dict:
         "profile": profile.name,
         "tokenizer": tokenizer.name,
         "tokenizer_fingerprint": tokenizer.fingerprint,
+        **_template_fields(tokenizer, profile),
         "samples": len(result.records),
         "left_out": len(result.left_out),
         "prompt_ids_checked": result.prompt_checked,
@@ -116,6 +117,16 @@ def _export_meta(args, source, profile, tokenizer, result) -> dict:
         "tokens": sum(len(r["input_ids"]) for r in result.records),
         "loss_tokens": sum(len(r["input_ids"]) - r["prompt_len"] for r in result.records),
     }
+
+
+def _template_fields(tokenizer, profile) -> dict:
+    """What the prompts were rendered with: the chat template's content (the gated stages require the one the
+    gate verified), the file it was read from, and the render settings (the profile's template variables; a
+    sample's own chat_template_kwargs are kept on its record)."""
+    from ..core.render import render_settings, template_digest, template_pin
+
+    return {"template_sha256": template_digest(tokenizer), "template_files": template_pin(tokenizer),
+            "render": render_settings(profile.spec)}
 
 
 def _prompts_off_gate(folder: str, state_dir: str | None) -> str | None:

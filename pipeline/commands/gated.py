@@ -16,16 +16,23 @@ def add_gate_arguments(p) -> None:
     p.add_argument("--tokenizer", default=None, help="tokenizer path, folder name or hub id (default: the dataset manifest's)")
 
 
-def closed_gate_exit(args, stage: str):
+def closed_gate_exit(args, stage: str, *, uses_prompt_ids: bool = False):
     """Check the dataset's gate first of all. Returns (exit code 3, status) when closed, after telling
     stderr why and what to do next (2 for a name that matches no dataset); (None, GateStatus) when
-    open. Nothing else has run yet."""
+    open. Nothing else has run yet. ``uses_prompt_ids``: the stage feeds built records' prompt ids to a
+    model, so a gate whose run skipped the prompt verdicts (--tokfidelity-prompts=off) is closed to it,
+    whatever build made the records (one made before that gate opened, or from a generate folder)."""
     from ..core.gate import check_gate
 
     status = check_gate(
         args.dataset, golden_dir=args.golden_dir, state_dir=args.state_dir,
         tokenizer=args.tokenizer, profile=getattr(args, "profile", None), view=getattr(args, "view", None),
     )
+    if status.open and uses_prompt_ids and not status.prompts_checked:
+        print(f"tokfidelity {stage}: refused, nothing was run or written. The gate of {status.dataset} was opened by a run "
+              f"with --tokfidelity-prompts=off: the prompt ids of the built records come from a chat template that run "
+              f"did not verify.\nnext: run `{status.open_command}` (prompt verdicts on)", file=sys.stderr)
+        return EXIT_GATE_CLOSED, status
     if status.open:
         return None, status
     if status.unknown:

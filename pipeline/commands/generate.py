@@ -161,7 +161,7 @@ def _served_views(args, profile, manifest, status) -> tuple[str, dict[str, str]]
         try:
             text = run_path.read_text(encoding="utf-8")
             run = json.loads(text)
-        except ValueError:  # claim_run_folder says so, naming the file
+        except (ValueError, RecursionError):  # claim_run_folder says so, naming the file
             run, text = {}, ""
         view_for = view_for_from_run(run if isinstance(run, dict) else {}, str(run_path), text, profile)
     view_for = view_for or {}

@@ -30,7 +30,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    code, status = closed_gate_exit(args, "hidden-states")  # before loading or writing anything
+    code, status = closed_gate_exit(args, "hidden-states", uses_prompt_ids=True)  # before loading or writing anything
     if code is not None:
         return code
     from ..stages.built_data import gated_build
@@ -39,8 +39,7 @@ def run(args) -> int:
 
     try:
         manifest = dataset_manifest(args, status)
-        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status.dataset,
-                                         status.views, manifest.api_view, status.open_command)
+        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status, manifest.api_view)
         if bool(args.model) == bool(args.command):
             raise ValueError("give exactly one of --model (transformers engine) or --command (a configured engine)")
         if args.command and args.format != "safetensors":

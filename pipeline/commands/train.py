@@ -23,7 +23,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    code, status = closed_gate_exit(args, "train")  # before running or writing anything
+    code, status = closed_gate_exit(args, "train", uses_prompt_ids=True)  # before running or writing anything
     if code is not None:
         return code
     from ..stages.built_data import gated_build
@@ -32,8 +32,7 @@ def run(args) -> int:
 
     try:
         manifest = dataset_manifest(args, status)
-        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status.dataset,
-                                         status.views, manifest.api_view, status.open_command)
+        train, _, verified = gated_build(args.data, gated_tokenizer(args, status, manifest), status, manifest.api_view)
         values = {"data": str(train), "out": str(Path(args.out)), "hidden_states": str(Path(args.hidden_states or ""))}
         if problem := out_folder_problem(args.out):
             raise ValueError(problem)

@@ -71,6 +71,8 @@ def os_error_message(e: OSError) -> str:
     code = errno.errorcode.get(e.errno, "") if e.errno is not None else ""
     if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         advice = "the disk, a quota or the file-size limit is full: free space (or raise the limit) and run the same command again"
+    elif e.errno in (errno.EACCES, errno.EPERM) and where is not None and os.path.isfile(where) and not os.access(where, os.R_OK):
+        advice = "it cannot be read by this user: make it readable, or move it away"
     elif e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         advice = "it is not writable here: make it writable, or give another folder"
     elif e.errno == errno.ENOTDIR:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .decision import Completeness, Counts, Decision, decide
 from .files import open_input
-from .pins import Pins, changed_files, file_sha256, golden_file_hashes, template_changes
+from .pins import Pins, changed_files, file_sha256, golden_file_hashes
 
 __all__ = [
     "GateStatus",
@@ -75,6 +75,7 @@ class GateStatus:
     tokenizer: str | None = None  # the tokenizer the check loaded (an override, else where the record found it)
     prompts_checked: bool = True  # False: opened by a run with --tokfidelity-prompts=off
     views: frozenset[str] = frozenset()  # open: the views the green run judged (judged_views)
+    template_sha256: str | None = None  # open: the content of the chat template the green run rendered with
 
     def __bool__(self) -> bool:
         return self.open
@@ -389,6 +390,9 @@ def _pinned_problems(record: Mapping[str, Any], dataset_dir: Path, tokenizer: st
         if (found := _tokenizer_problem(checked, record, command)) is not None:
             problems.append(found[0])
             steps.append(found[1])
+        elif template_problems := _template_problems(record, checked):
+            problems += template_problems
+            steps.append(rerun)
     more = _render_problems(record)
     more += changed_files("source", record.get("code_files", {}), code_file_hashes())
     more += changed_files("library", record.get("libraries", {}), library_versions())
@@ -430,6 +434,12 @@ def check_gate(
         step = "; ".join(dict.fromkeys(steps)) or f"run `{command}` to open it"
         return GateStatus(False, name, f"gate for {name} is closed: {why}.", command, step, tokenizer=checked)
 
+    from .pins import state_dir_problem
+
+    if (layout := state_dir_problem(dataset_dir, state)) is not None:
+        return GateStatus(False, name, f"gate for {name} is closed: {layout}.", command,
+                          "move the state dir (or the link to it) out of the dataset folder, then run "
+                          f"`{command}`")
     record = read_record(state, name)
     where = record_path(state, name)
     if record is None:
@@ -460,39 +470,67 @@ def check_gate(
         tokenizer=checked,
         prompts_checked=not off,
         views=frozenset(judged_views(record)),  # a set whatever judged_views returns
+        template_sha256=record.get("template_sha256"),
     )
 
 
 # ------------------------------------------------------------------------------------------
 # CI shards (shards.py): shard records, and the merge that opens the gate from them
 # ------------------------------------------------------------------------------------------
-def _render_pins(tokenizer_spec, profile, pins: Pins | None) -> tuple[dict[str, str], dict[str, Any] | None]:
-    """The chat template file a run rendered prompts with (from its pins; else read now) and the
-    render settings of its profile."""
-    from .render import render_settings, template_pin
+def _render_pins(tokenizer_spec, profile, pins: Pins | None) -> tuple[dict[str, str], str | None, dict[str, Any] | None]:
+    """The chat template a run rendered prompts with (from its pins; else read now): the file it was read
+    from, and its content's sha256 (render.template_digest); and the render settings of its profile."""
+    from .render import render_settings, template_digest, template_pin
 
     template = dict(pins.template) if pins is not None else {}
+    digest = pins.template_sha256 if pins is not None else None
     if not template and tokenizer_spec:
         try:
             from .tokenizer import load_tokenizer
 
-            template = template_pin(load_tokenizer(tokenizer_spec))
+            tokenizer = load_tokenizer(tokenizer_spec)
+            template, digest = template_pin(tokenizer), template_digest(tokenizer)
         except Exception:  # noqa: BLE001 - no tokenizer: nothing rendered, nothing to pin
-            template = {}
+            template, digest = {}, None
     try:
         from .profiles import get_profile_spec
 
         settings = render_settings(get_profile_spec(profile)) if profile else None
     except (KeyError, ValueError):
         settings = None
-    return template, settings
+    return template, digest, settings
+
+
+def _template_problems(record: Mapping[str, Any], spec: str | None) -> list[str]:
+    """The chat template the tokenizer ``spec`` renders with today, when its content is not the one the
+    green run rendered with (pinned by content: the same files elsewhere pass, another file winning fails)."""
+    if "template_sha256" not in record:
+        return ["the record pins no chat template content (written by an older tokfidelity)"] if record.get("template_files") else []
+    from .render import template_digest, template_source
+    from .tokenizer import load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(spec) if spec else None
+    except Exception:  # noqa: BLE001 - the tokenizer check says why it cannot be loaded
+        return []
+    if tokenizer is None:
+        return []
+    try:
+        digest = template_digest(tokenizer, fresh=True)
+    except (OSError, ValueError) as e:
+        return [f"the chat template of tokenizer {spec!r} cannot be read ({type(e).__name__}: {e})"]
+    if digest != record.get("template_sha256"):
+        pinned = str(record.get("template_sha256"))[:12] if record.get("template_sha256") else "none"
+        return [f"chat template {template_source(tokenizer)} changed since the green run: its content has sha256 "
+                f"{(digest or 'none')[:12]}, the run rendered with {pinned}"]
+    return []
 
 
 def _render_problems(record: Mapping[str, Any]) -> list[str]:
-    """The chat template file or render settings that differ from what the record pinned."""
-    problems = template_changes(record.get("template_files") or {}, "since the green run")
+    """The render settings that differ from what the record pinned."""
+    problems = []
     if "render" in record and record.get("profile"):
-        _, settings = _render_pins(None, record.get("profile"), None)
+        _, _, settings = _render_pins(None, record.get("profile"), None)
         if settings != record.get("render"):
             problems.append(f"the render settings of profile {record.get('profile')} changed: {record.get('render')} -> {settings}")
     return problems
@@ -508,7 +546,7 @@ def _pinned_fields(
     golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
     code = code_file_hashes()
     libs = library_versions()
-    template, settings = _render_pins(tokenizer_spec, profile, pins)
+    template, template_sha256, settings = _render_pins(tokenizer_spec, profile, pins)
     return {
         "dataset_dir": str(dataset_dir.resolve()),
         "golden_files": golden,
@@ -517,7 +555,8 @@ def _pinned_fields(
         "tokenizer_fingerprint": tokenizer_fingerprint,
         "tokenizer_location": tokenizer_location,
         "tokenizer_files": dict(pins.tokenizer) if pins is not None else {},
-        "template_files": template,  # the chat template the prompts were rendered with, as read
+        "template_files": template,  # the file the chat template the prompts were rendered with was read from
+        "template_sha256": template_sha256,  # that template's content: what the gate checks, wherever the files are
         "render": settings,  # the render's keyword arguments: the profile's template variables and tool steps
         "profile": profile,
         **({"view": view} if isinstance(view, str) else {"view": view[0]} if len(view) == 1 else {}),
@@ -579,7 +618,9 @@ def _merged_problems(dataset_dir: Path, manifest: Any, shards: Mapping[int, Any]
     problems = [f"{n} since the shards ran" for n in changed_files("golden file", ref.get("golden_files") or {}, golden_file_hashes(dataset_dir))]
     problems += [f"{n} since the shards ran" for n in changed_files("source", ref.get("code_files") or {}, code_file_hashes())]
     problems += [f"{n} since the shards ran" for n in changed_files("library", ref.get("libraries") or {}, library_versions())]
-    problems += template_changes(ref.get("template_files") or {}, "since the shards ran")
+    if manifest is not None and (judged := judged_views(ref)) != set(manifest.views):
+        problems.append(f"the shards judged the views {', '.join(sorted(judged)) or 'none recorded'}, "
+                        f"the manifest lists {', '.join(manifest.views)}")
     merged, checks = Counts(), None
     for index, shard in sorted(shards.items()):
         try:
@@ -636,7 +677,8 @@ def merge_shards(
         profile=ref["profile"], view=ref["views"] if isinstance(ref.get("views"), list) else ref["view"], counts=merged,
         pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
         prompts="off" if any(shards[i].record.get("prompts") == "off" for i in shards) else "on",
-        pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {})),
+        pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {}),
+                  ref.get("template_sha256")),
         tokenizer_location=ref.get("tokenizer_location"),
         own={k: ref[k] for k in ("reconstructor", "renderer", "own_files") if k in ref} or None,
     )

@@ -18,12 +18,14 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .files import open_input
 
-__all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes"]
+__all__ = ["Pins", "template_changes", "golden_file_hashes", "file_sha256", "changed_files", "sha256_bytes", "folder_reaching", "state_dir_problem", "UNREADABLE", "unreadable_files"]
 
 _SKIPPED_SUFFIXES = (".lock", ".tmp")
+UNREADABLE = "unreadable: "  # a golden file's pin when it cannot be read: this, then why (never a sha256)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -53,17 +55,66 @@ def _dataset_files(dataset_dir: Path) -> Iterable[tuple[str, Path]]:
             yield path.relative_to(dataset_dir).as_posix(), path
 
 
+def folder_reaching(dataset_dir: str | os.PathLike, target: str | os.PathLike) -> str | None:
+    """The entry of a dataset folder (relative; the folder itself is ".") that is ``target``, or holds it,
+    following links as the golden-file pins do (a link to a folder not made yet included): ``target``'s
+    files would be pinned as the dataset's. None: no entry reaches it."""
+    dataset_dir = Path(dataset_dir)
+    real_target = Path(os.path.realpath(target))
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(dataset_dir, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        for path in (Path(root), *(Path(root) / n for n in (*dirs, *files) if os.path.islink(Path(root) / n))):
+            resolved = Path(os.path.realpath(path))
+            if resolved == real_target or resolved in real_target.parents:
+                return path.relative_to(dataset_dir).as_posix()
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+    return None
+
+
+def state_dir_problem(dataset_dir: str | os.PathLike, state_dir: str | os.PathLike) -> str | None:
+    """Why a state dir cannot keep the gate records of a dataset: the dataset folder reaches it (a link to
+    it, or it lies inside), so its gate records would be pinned as golden files, and the record a run writes
+    would change them: the gate could never stay open. None: they are apart."""
+    entry = folder_reaching(dataset_dir, state_dir)
+    if entry is None:
+        return None
+    where = Path(dataset_dir) if entry == "." else Path(dataset_dir) / entry
+    return (f"the dataset folder {dataset_dir} reaches the state dir {state_dir} through {where}: its gate records would "
+            "count as golden files of the dataset, and each record a run writes would change them, so the gate could never "
+            "stay open. Keep the state dir out of the dataset folder: remove that link, or give another --tokfidelity-state-dir")
+
+
 def golden_file_hashes(dataset_dir: str | os.PathLike, skip: Iterable[str] = ()) -> dict[str, str]:
     """sha256 of every file of a dataset (manifest, samples, reviewed snapshots), by relative path;
     symlinks followed. ``skip``: relative names hashed elsewhere (from the bytes that were read)."""
     skipped = set(skip)
-    return {rel: file_sha256(path) for rel, path in _dataset_files(Path(dataset_dir)) if rel not in skipped}
+    out = {}
+    for rel, path in _dataset_files(Path(dataset_dir)):
+        if rel in skipped:
+            continue
+        try:
+            out[rel] = file_sha256(path)
+        except OSError as e:  # pinned as unreadable: every check that compares pins names it (unreadable_files)
+            out[rel] = f"{UNREADABLE}{e.strerror or type(e).__name__}"
+    return out
+
+
+def unreadable_files(hashes: Mapping[str, str]) -> dict[str, str]:
+    """The files of ``golden_file_hashes`` that could not be read -> why."""
+    return {rel: h[len(UNREADABLE):] for rel, h in sorted(hashes.items()) if h.startswith(UNREADABLE)}
 
 
 def changed_files(label: str, recorded: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
     notes = []
     for key in sorted(set(recorded) | set(now)):
-        if key not in now:
+        if key in now and now[key].startswith(UNREADABLE):
+            notes.append(f"{label} {key} cannot be read ({now[key][len(UNREADABLE):]})")
+        elif key not in now:
             notes.append(f"{label} {key} was removed")
         elif key not in recorded:
             notes.append(f"{label} {key} was added")
@@ -81,13 +132,15 @@ class Pins:
     golden: dict[str, str] = field(default_factory=dict)
     tokenizer: dict[str, str] = field(default_factory=dict)
     template: dict[str, str] = field(default_factory=dict)
+    template_sha256: str | None = None  # the template's content as rendered (render.template_digest): what a gate pins
 
-    def to_dict(self) -> dict[str, dict[str, str]]:
-        return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer), "template": dict(self.template)}
+    def to_dict(self) -> dict[str, Any]:
+        return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer), "template": dict(self.template),
+                "template_sha256": self.template_sha256}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Mapping[str, str]]) -> "Pins":
-        return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})), dict(d.get("template", {})))
+    def from_dict(cls, d: Mapping[str, Any]) -> "Pins":
+        return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})), dict(d.get("template", {})), d.get("template_sha256"))
 
     def changes(self, dataset_dir: str | os.PathLike) -> list[str]:
         """What differs on disk now from what was read ([] when nothing does)."""

@@ -41,7 +41,7 @@ from .template_adapter import Prepared
 from .tokenizer import Tokenizer
 from .watchdog import TimeLimitExceeded, time_limit
 
-__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "render_settings", "special_token_variables", "template_inputs", "render_text", "prepare", "renderer_for", "render_with", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "template_digest", "template_source", "render_settings", "special_token_variables", "template_inputs", "render_text", "prepare", "renderer_for", "render_with", "render_prompt", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -144,6 +144,29 @@ def template_pin(tokenizer: Tokenizer) -> dict[str, str]:
         return dict(_template_files(tokenizer.source).pin)
     except RenderError:
         return {}
+
+
+def template_digest(tokenizer: Tokenizer, *, fresh: bool = False) -> str | None:
+    """sha256 of the chat template's content as it is rendered: every template the tokenizer's files
+    name and the special-token variables it is given. A gate pins this, not a path: the same files at
+    another path (another machine, another checkout) give the same digest, and any other file winning
+    (a ``chat_template.jinja`` added beside a ``tokenizer_config.json`` that embeds one) gives another.
+    None: the tokenizer has no chat template. ``fresh``: read the files now, not as this process first
+    read them (a gate check, which must see today's files); an unreadable file raises OSError or ValueError."""
+    try:
+        files = _template_files.__wrapped__(tokenizer.source) if fresh else _template_files(tokenizer.source)
+    except RenderError:
+        return None
+    content = {"templates": files.templates, "special_tokens": files.special_tokens}
+    return sha256_bytes(json.dumps(content, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def template_source(tokenizer: Tokenizer) -> str:
+    """Where the tokenizer's chat template is read from now (a file, or a file and its field), or why none is."""
+    try:
+        return _template_files.__wrapped__(tokenizer.source).where
+    except (RenderError, OSError, ValueError) as e:
+        return f"no readable chat template ({e})"
 
 
 def render_settings(spec) -> dict[str, Any]:

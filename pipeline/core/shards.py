@@ -127,6 +127,8 @@ AGREED = (
     ("tokenizer_fingerprint", "tokenizer fingerprint"),
     ("profile", "profile"),
     ("view", "API view"),
+    ("views", "API views"),
+    ("template_sha256", "chat template"),
     ("code_fingerprint", "code and library fingerprint"),
     ("reconstructor", "reconstruction judged"),
     ("renderer", "prompt rendering judged"),

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.files import open_input, read_input
 from ..core.tokenizer import Tokenizer
 from .export import EXPORT_META_FILE as EXPORT_META
-from .export import NOT_RECORDED, TRAIN_FILE
+from .export import NOT_RECORDED, SEAL_FIELD, TRAIN_FILE, export_seal
 
 __all__ = ["data_paths", "check_built_with", "gated_build", "file_pin", "EXPORT_META", "TRAIN_FILE"]
 
@@ -51,6 +51,12 @@ def _read_meta(meta_path: Path) -> dict[str, Any]:
         raise ValueError(f"{meta_path}: not valid JSON ({e}); run `tokfidelity build` again") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{meta_path}: expected a JSON object; run `tokfidelity build` again")
+    if SEAL_FIELD not in meta:
+        raise ValueError(f"{meta_path}: field {SEAL_FIELD!r} is missing (an older `tokfidelity build`, or not its output); "
+                         "run `tokfidelity build` again")
+    if meta[SEAL_FIELD] != export_seal(meta):
+        raise ValueError(f"{meta_path} is not the export.json `tokfidelity build` wrote: its fields do not match its "
+                         f"{SEAL_FIELD!r} (edited by hand?); run `tokfidelity build` again")
     return meta
 
 
@@ -119,12 +125,16 @@ def _view_problem(meta_path: Path, meta: dict[str, Any], judged: frozenset[str],
             "--view-for PROVIDER=VIEW)"), note
 
 
+_UNCHECKED = object()
+
+
 def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str, judged: frozenset[str] | None = None,
-                     assumed_view: str = "sglang", open_command: str = "") -> str:
-    """The records must come from the tokenizer the gate of ``dataset`` verified, through views it judged
+                     assumed_view: str = "sglang", open_command: str = "", template_sha256: Any = _UNCHECKED) -> str:
+    """The records must come from the tokenizer the gate of ``dataset`` verified, with the chat template it
+    verified (``template_sha256``, the gate record's; not checked when not given), through views it judged
     (``judged``; None: not checked), and every file of the build folder must be the one ``tokfidelity build``
-    wrote (sha256 and rows pinned in export.json): ValueError naming the file otherwise. Returns what was
-    verified (each file hashed once), to print."""
+    wrote (sha256 and rows pinned in export.json, export.json itself sealed): ValueError naming the file
+    otherwise. Returns what was verified (each file hashed once), to print."""
     meta_path = build_dir / EXPORT_META
     meta = _read_meta(meta_path)
 
@@ -132,6 +142,13 @@ def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str, judged: fr
         raise ValueError(
             f"{build_dir} was built with tokenizer {meta.get('tokenizer')!r} ({str(meta.get('tokenizer_fingerprint'))[:12]}), "
             f"but the gate of {dataset} verified {gated.name!r} ({gated.fingerprint[:12]}): rebuild with the verified tokenizer"
+        )
+    if template_sha256 is not _UNCHECKED and meta.get("template_sha256") != template_sha256:
+        built, verified = (str(v)[:12] if v else "none" for v in (meta.get("template_sha256"), template_sha256))
+        raise ValueError(
+            f"{build_dir} was built with a chat template ({', '.join(meta.get('template_files') or {}) or 'none recorded'}, "
+            f"content sha256 {built}) that is not the one the gate of {dataset} verified ({verified}): its prompt ids are "
+            "unverified; rebuild with the verified tokenizer's files"
         )
     verified = _verify_files(build_dir, meta_path, meta.get("files"))
     note = ""
@@ -142,15 +159,15 @@ def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str, judged: fr
     return f"verified {', '.join(verified)} against {meta_path} (each file hashed once){note}"
 
 
-def gated_build(data: os.PathLike | str, tokenizer_spec: str, dataset: str, judged: frozenset[str] | None = None,
-                assumed_view: str = "sglang", open_command: str = "") -> tuple[Path, Path, str]:
-    """(train.jsonl, build folder, what was verified) of ``--data``, checked against the gated tokenizer, the
-    views the gate judged (``judged``; ``assumed_view`` for records that record none) and the file pins of
-    export.json; ValueError naming the problem."""
+def gated_build(data: os.PathLike | str, tokenizer_spec: str, status: Any, assumed_view: str = "sglang") -> tuple[Path, Path, str]:
+    """(train.jsonl, build folder, what was verified) of ``--data``, checked against the open gate ``status``
+    (a GateStatus: its tokenizer, chat template and judged views; ``assumed_view`` for records that record
+    none) and the file pins of export.json; ValueError naming the problem."""
     from ..core.tokenizer import load_tokenizer
 
     train, build_dir = data_paths(data)
     if train.name != TRAIN_FILE:
         raise ValueError(f"--data {data}: expected a `tokfidelity build` --out folder or the {TRAIN_FILE} in it")
-    note = check_built_with(build_dir, load_tokenizer(tokenizer_spec), dataset, judged, assumed_view, open_command)
+    note = check_built_with(build_dir, load_tokenizer(tokenizer_spec), status.dataset, status.views, assumed_view,
+                            status.open_command, status.template_sha256)
     return train, build_dir, note

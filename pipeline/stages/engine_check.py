@@ -67,7 +67,7 @@ def prompt_render_result(prompt: Prompt, returned: ReturnedIds, profile: Profile
     if returned.prompt_ids is None:
         return None
     try:
-        ours = render_prompt(prompt.messages, prompt.tools, profile, tokenizer)
+        ours = render_prompt(prompt.messages, prompt.tools, profile, tokenizer, chat_template_kwargs=prompt.params.get("chat_template_kwargs"))
     except RenderError as e:
         return {"error": str(e)}
     if ours == returned.prompt_ids:

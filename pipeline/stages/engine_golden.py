@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..core.files import read_input
 from ..core.golden import DEFAULT_VIEW, write_dataset
+from ..core.names import profile_views
 from .capture.chat_engine import response_message
 from .generate import RECORDS_FILE, RUN_FILE, USABLE_ENGINE_CHECKS, load_finished
 
@@ -41,27 +42,69 @@ def _natural(sample_id) -> tuple[list, str]:
     return [(0, int(part), "") if part.isdecimal() else (1, 0, part) for part in re.split(r"(\d+)", text)], text
 
 
+def _read_run(run_path: Path) -> dict:
+    """run.json of a generate folder, with the fields golden-from needs; ValueError naming the file and field."""
+    try:
+        run = json.loads(read_input(run_path).decode("utf-8"))
+    except OSError as e:
+        raise ValueError(f"{run_path}: cannot be read ({e.strerror or e})") from None
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
+        raise ValueError(f"{run_path}: not valid JSON ({e or 'nested too deeply'}); is this a `tokfidelity generate` --out folder?") from None
+    if not isinstance(run, dict):
+        raise ValueError(f"{run_path}: expected a JSON object (a `tokfidelity generate` run.json)")
+    spec = run.get("tokenizer_spec") or run.get("tokenizer")
+    if not isinstance(run.get("profile"), str) or not profile_views(run["profile"]):
+        raise ValueError(f"{run_path}: field 'profile': expected a profile name, got {run.get('profile')!r}")
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"{run_path}: field 'tokenizer': expected the tokenizer the run used, got {spec!r}")
+    return run
+
+
+def _sample(record: dict, where: str, views: tuple[str, ...]) -> tuple[dict, str]:
+    """(the golden sample of one engine-id record, the view it was served under); ValueError naming the line and field."""
+    def bad(field: str, expected: str, value) -> ValueError:
+        return ValueError(f"{where}: field {field!r}: expected {expected}, got {value!r:.80}")
+
+    messages = record.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise bad("messages", "the request's non-empty list of messages", messages)
+    view = record.get("view")
+    if view is None:
+        view = DEFAULT_VIEW  # no view: generate ran without --view-for
+    elif not isinstance(view, str) or view not in views:
+        raise bad("view", f"one of the profile's views ({', '.join(views)})", view)
+    response = response_message(record["response"]) if isinstance(record.get("response"), dict) else None
+    if response is None:
+        raise bad("response", "the chat completion the server sent (an object with choices[0].message)", record.get("response"))
+    output_ids = record.get("output_ids")
+    if not isinstance(output_ids, list) or not all(type(i) is int for i in output_ids):
+        raise bad("output_ids", "a list of token ids", output_ids)
+    sample = {"id": record["id"], "messages": messages}
+    for key in ("tools", "chat_template_kwargs"):
+        if record.get(key):
+            sample[key] = record[key]
+    if record.get("prompt_ids") is not None:
+        sample["prompt_ids"] = record["prompt_ids"]
+    sample.update(output_ids=output_ids, finish_reason=record.get("finish_reason"), response=response)
+    return sample, view
+
+
 def golden_from_generations(generate_dir: os.PathLike | str, dataset_dir: os.PathLike | str, name: str | None = None,
                             *, max_known_divergence_rate: float = 0.0) -> EngineGoldenResult:
     generate_dir, dataset_dir = Path(generate_dir), Path(dataset_dir)
-    run = json.loads(read_input(generate_dir / RUN_FILE).decode("utf-8"))
-    load_finished(generate_dir / RECORDS_FILE)  # checks every line (and cuts a torn last one) before reading
+    run = _read_run(generate_dir / RUN_FILE)
+    records_path = generate_dir / RECORDS_FILE
+    load_finished(records_path)  # checks every line (and cuts a torn last one) before reading
     samples, left_out, views = [], 0, set()
-    with open(generate_dir / RECORDS_FILE, encoding="utf-8") as f:
-        for line in f:
+    with open(records_path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
             record = json.loads(line)
             if record.get("ids_source") != "engine" or record.get("check") not in USABLE_ENGINE_CHECKS:
                 left_out += 1
                 continue
-            sample = {"id": record["id"], "messages": record["messages"]}
-            if record.get("tools"):
-                sample["tools"] = record["tools"]
-            if record.get("prompt_ids") is not None:
-                sample["prompt_ids"] = record["prompt_ids"]
-            sample.update(output_ids=record["output_ids"], finish_reason=record["finish_reason"],
-                          response=response_message(record["response"]))
+            sample, view = _sample(record, f"{records_path}:{line_no}", profile_views(run["profile"]))
             samples.append(sample)
-            views.add(record.get("view") or DEFAULT_VIEW)  # no view: generate ran without --view-for
+            views.add(view)
     manifest = {
         "name": name or dataset_dir.name,
         "profile": run["profile"],

@@ -51,6 +51,8 @@ __all__ = [
     "open_build_input",
     "build_records",
     "write_export",
+    "export_seal",
+    "SEAL_FIELD",
     "read_training_records",
     "TRAIN_FILE",
     "EXPORT_META_FILE",
@@ -62,6 +64,7 @@ TRAIN_FILE = "train.jsonl"
 EXPORT_META_FILE = "export.json"
 LEFT_OUT_FILE = "left_out.jsonl"  # one {"where", "id", "reason", "prompt_check"?} per sample not exported
 NOT_RECORDED = "(not recorded)"  # the view of a generate record written before records carried one
+SEAL_FIELD = "sealed_sha256"  # export.json's own field: the sha256 of all its others (export_seal)
 
 
 def training_record(sample_id: str, prompt_ids: Sequence[int], output_ids: Sequence[int], source: str) -> dict[str, Any]:
@@ -119,8 +122,8 @@ def open_build_input(folder: os.PathLike | str) -> BuildInput:
         run_path = folder / "run.json"
         try:
             run = json.loads(run_path.read_text(encoding="utf-8"))
-        except ValueError as e:  # not JSON, or not UTF-8
-            raise ValueError(f"{run_path}: not valid JSON ({e})") from None
+        except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
+            raise ValueError(f"{run_path}: not valid JSON ({e or 'nested too deeply'})") from None
         spec = (run.get("tokenizer_spec") or run.get("tokenizer")) if isinstance(run, dict) else None
         if not isinstance(run, dict) or not isinstance(run.get("profile"), str) or not isinstance(spec, str):
             raise ValueError(f"{run_path}: fields 'profile' and 'tokenizer' missing (is this a `tokfidelity generate` --out folder?)")
@@ -146,6 +149,21 @@ class BuildResult:
     # before views were recorded). "rebuilt": ids rebuilt from that text (the gated stages check these views);
     # "engine": the engine's own ids (exact whatever the view).
     views: dict[str, dict[str, int]] = field(default_factory=lambda: {"rebuilt": {}, "engine": {}})
+
+    written_ids: dict[str, str] = field(default_factory=dict)  # each record's id (as JSON) -> where it came from
+
+    def id_taken(self, record_id: Any, where: str, **fields: Any) -> bool:
+        """Whether an earlier record has this id (a sample whose id is another's turn id, ``ID@messages[i]``,
+        or a repeated id); if so it is left out, saying which: ids in train.jsonl are unique."""
+        first = self.written_ids.get(json.dumps(record_id, sort_keys=True))
+        if first is not None:
+            self.leave_out(where, record_id, f"field 'id': {record_id!r} is the id of an earlier record ({first}); "
+                           "ids in train.jsonl are unique: rename one of them", **fields)
+        return first is not None
+
+    def add(self, record: dict[str, Any], where: str) -> None:
+        self.written_ids[json.dumps(record["id"], sort_keys=True)] = where
+        self.records.append(record)
 
     def leave_out(self, where: str, sample_id: Any, why: str, **fields: Any) -> None:
         label = where if sample_id is None else f"{where} (id {sample_id!r})"
@@ -188,7 +206,8 @@ def _generation_sample(item: Any) -> _Sample | str:
     golden_prompt = item.get("prompt_ids") if engine and isinstance(item.get("prompt_ids"), list) else None  # checked like golden ones
     view = item.get("view") if isinstance(item.get("view"), str) else None
     return _Sample(item.get("id"), item.get("messages"), item.get("tools"), output_ids, item.get("finish_reason"),
-                   golden_prompt, usage=item.get("usage"), exact=engine, view=view)
+                   golden_prompt, usage=item.get("usage"), exact=engine, view=view,
+                   chat_template_kwargs=item.get("chat_template_kwargs"))  # the request's: the prompt the model saw
 
 
 def _input_samples(source: BuildInput) -> Iterator[tuple[int, Any, _Sample | str | Exception]]:
@@ -276,6 +295,8 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
     record["prompt_check"] = check
     if kind == "reconstruction":
         record["view"] = sample.view
+    if result.id_taken(sample.id, where, prompt_check=check):
+        return
     why = result.audit.check(record, sample.finish_reason, sample.exact, profile)
     if why:
         result.leave_out(where, sample.id, why, prompt_check=check)
@@ -286,7 +307,7 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
 
     turns = history_rerendered(sample.messages, sample.tools, prompt_ids, profile, tokenizer, render) if has_history else []
     result.audit.note_history(f"{where} (id {sample.id!r})", turns, has_history)
-    result.records.append(record)
+    result.add(record, where)
     if kind == "reconstruction":
         tally = result.views["engine" if sample.exact else "rebuilt"]
         view = sample.view or NOT_RECORDED
@@ -304,11 +325,13 @@ def _add_turn_records(sample: _Sample, where: str, profile: Profile, tokenizer: 
     for problem in problems:
         result.leave_out(where, sample.id, f"earlier assistant turn {problem}")
     for record in records:
+        if result.id_taken(record["id"], where):
+            continue
         why = result.audit.check(record, "stop", False, profile)
         if why:
             result.leave_out(where, record["id"], why)
             continue
-        result.records.append(record)
+        result.add(record, where)
         result.turn_records += 1
 
 
@@ -334,8 +357,17 @@ def write_export(out_dir: os.PathLike | str, records: Sequence[dict[str, Any]], 
     train = out_dir / TRAIN_FILE
     files = {TRAIN_FILE: _write_jsonl(train, records), LEFT_OUT_FILE: _write_jsonl(out_dir / LEFT_OUT_FILE, left_out)}
     meta_path = out_dir / EXPORT_META_FILE
-    atomic_write(meta_path, json.dumps({**meta, "files": files}, indent=2) + "\n")
+    meta = {**meta, "files": files}
+    atomic_write(meta_path, json.dumps({**meta, SEAL_FIELD: export_seal(meta)}, indent=2) + "\n")
     return train
+
+
+def export_seal(meta: dict[str, Any]) -> str:
+    """The sha256 of export.json's fields but the seal itself (key-sorted JSON). The gated stages take the
+    build's claims from export.json (tokenizer, template, input kind, views rebuilt) as they take its
+    files, only as build wrote them: a field edited by hand no longer matches the seal."""
+    body = {k: v for k, v in meta.items() if k != SEAL_FIELD}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def read_training_records(path: os.PathLike | str) -> Iterator[dict[str, Any]]:

@@ -192,6 +192,8 @@ def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, toke
     record: dict[str, Any] = {"id": prompt.id, "messages": prompt.messages}
     if prompt.tools:
         record["tools"] = prompt.tools
+    if prompt.params.get("chat_template_kwargs") is not None:  # the template variables the server rendered with
+        record["chat_template_kwargs"] = prompt.params["chat_template_kwargs"]
     output_ids = finish = detail = turn = None
     divergence = reproduce = None
     try:
@@ -275,11 +277,14 @@ class JsonlAppender:
         os.close(self._fd)
 
 
-def load_finished(path: os.PathLike | str) -> tuple[set[str], Totals, int]:
+def load_finished(path: os.PathLike | str, view_of_provider: Callable[[Any], str] | None = None) -> tuple[set[str], Totals, int]:
     """Ids already in a records file, their totals, and how many bytes of a torn last line were cut.
 
     A torn last line (no newline: the writer was killed mid-write) is removed from the file; any
-    other unreadable line is an error naming the line, since whole-line writes cannot produce it."""
+    other unreadable line is an error naming the line, since whole-line writes cannot produce it.
+    ``view_of_provider``: the view this run records for a provider; a record that names another view
+    was served under other settings (run.json edited between runs) and is an error naming its line: the
+    folder would otherwise hold two claims on one provider's view."""
     path = Path(path)
     done: set[str] = set()
     totals = Totals()
@@ -311,6 +316,10 @@ def load_finished(path: os.PathLike | str) -> tuple[set[str], Totals, int]:
             ) from None
         if record_id in done:
             raise ValueError(f"{path}:{line_no}: field 'id': {record_id!r} appears twice; remove one of the lines")
+        if view_of_provider is not None and "view" in record and record["view"] != (now := view_of_provider(record.get("provider"))):
+            raise ValueError(f"{path}:{line_no}: field 'view': {record['view']!r}, but this run records provider "
+                             f"{record.get('provider')!r} as served with view {now!r} (--view-for, or run.json's view_for, "
+                             "changed between runs): use another --out folder so the two claims do not mix")
         done.add(record_id)
         totals.add(record)
     return done, totals, cut
@@ -367,7 +376,8 @@ def run_generation(
 ) -> RunResult:
     """Generate every prompt whose id is not yet in ``generations.jsonl``; return the counts."""
     records_path = job.out_dir / RECORDS_FILE
-    done, totals, torn = load_finished(records_path)
+    view_check = (lambda provider: view_of(provider, job.view_for, job.default_view)) if job.default_view else None
+    done, totals, torn = load_finished(records_path, view_check)
     prompts = list(prompts)
     todo = [p for p in prompts if p.id not in done]
     result = RunResult(0, len(prompts) - len(todo), [], torn, totals, Totals())

@@ -37,7 +37,7 @@ def claim_run_folder(out_dir: Path, run_info: Mapping[str, Any], keys: Sequence[
         return atomic_write(run_path, mask.text(json.dumps(dict(run_info), indent=2) + "\n"))  # never half a run.json
     try:
         previous = json.loads(run_path.read_text(encoding="utf-8"))
-    except ValueError:  # not JSON, or not UTF-8
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
         previous = None
     if not isinstance(previous, dict):
         raise RunFolderMismatch(
