@@ -126,7 +126,8 @@ class ResultsRecorder:
 
     def write(self, run_report) -> None:
         """Called by the controller's RunReport once gate records are written."""
-        from pipeline.core import gate
+        from pipeline.core import fingerprints
+        from pipeline.core.pins import golden_file_hashes
         from pipeline.reporting.results import dataset_entry, dataset_fingerprint, ranges, results_document, write_outputs
 
         datasets = []
@@ -138,7 +139,7 @@ class ResultsRecorder:
                 name=ds.name, counts=run_report.total(ds).to_dict(), samples_total=len(ds.index),
                 by_view={v: c.to_dict() for v, c in run_report.by_view(ds).items()},
                 profile=facts.get("profile") or (manifest.profile if manifest else None), tokenizer=ds.tokenizer_spec,
-                tokenizer_fingerprint=facts.get("fingerprint"), view=ds.view, golden_files=gate.golden_file_hashes(ds.dir),
+                tokenizer_fingerprint=facts.get("fingerprint"), view=ds.view, golden_files=golden_file_hashes(ds.dir),
                 accept=manifest.accept if manifest else {},
                 max_known_divergence_rate=manifest.max_known_divergence_rate if manifest else 0.0,
                 gate_note=outcome.get("gate", "record unchanged"), problems=outcome.get("problems", []),
@@ -146,8 +147,8 @@ class ResultsRecorder:
                 golden_dir=self.config.option.tokfidelity_golden_dir, path=str(ds.dir),
                 failed_checks=self.failed_checks.get(ds.name, []), ran=ranges(self.ran[ds.name]),
             ))
-        libraries = gate.library_versions()  # the fingerprint as gate records compute it
-        fingerprint = dataset_fingerprint({**gate.code_file_hashes(), **{f"lib:{k}": v for k, v in libraries.items()}})
+        libraries = fingerprints.library_versions()  # the fingerprint as gate records compute it
+        fingerprint = dataset_fingerprint({**fingerprints.code_file_hashes(), **{f"lib:{k}": v for k, v in libraries.items()}})
         code = {"fingerprint": fingerprint, "libraries": libraries}
         doc = results_document(datasets, self.samples, command=list(self.config.invocation_params.args),
                                partial_reasons=run_report.partial, code=code)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.core import gate
+from pipeline.core import shards
 from pipeline.core.decision import OPEN, UNCHANGED
 from pipeline.core.shards import Shard, parse_shard
 
@@ -67,7 +67,7 @@ def write_shard(report: Any, ds: Any, shard: Shard, counts: Any, decision: Any, 
     if not facts or any(f != facts[0] for f in facts):
         ds.setup()
         facts = [ds.judged_with() or {}]
-    path = gate.write_shard_record(
+    path = shards.write_shard_record(
         ds.dir, shard, state_dir=state_dir, green=green, reason=reason, counts=counts, expected=shard_size(ds, shard),
         checks_passed=sorted(tally["checks"]), tokenizer_spec=ds.tokenizer_spec, tokenizer_fingerprint=facts[0].get("fingerprint"),
         profile=facts[0].get("profile"), view=ds.views, pins=pins, pytest_args=args, tokenizer_location=facts[0].get("location"),

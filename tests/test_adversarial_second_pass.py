@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.core import gate
+from pipeline.core import gate, shards
 from pipeline.core.decision import DATASET_CHECKS, Counts
 from pipeline.core.golden import load_manifest
 from pipeline.core.shards import Shard
@@ -51,7 +51,7 @@ def write_view_shards(dataset: Path, state: Path, views_of: dict[int, list[str]]
     sizes = {i: sum(Shard(i, of).holds(index.name(p)) for p in range(len(index))) for i in range(1, of + 1)}
     for i in range(1, of + 1):
         n = sizes[i] * len(views_of[i])
-        gate.write_shard_record(
+        shards.write_shard_record(
             dataset, Shard(i, of), state_dir=state, green=True, reason="complete and green",
             counts=Counts(samples=n, exact=n), expected=n, checks_passed=DATASET_CHECKS,
             tokenizer_spec=manifest.tokenizer, tokenizer_fingerprint=fingerprint, profile=manifest.profile,
@@ -63,7 +63,7 @@ def test_a_shard_judged_under_other_views_keeps_the_merged_gate_closed(tmp_path)
     dataset = copy_dataset(tmp_path, api_view=None, api_views=["sglang", "vllm"])
     state = tmp_path / "state"
     write_view_shards(dataset, state, {1: ["sglang", "vllm"], 2: ["sglang", "sglang-legacy"]})
-    merged = gate.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
+    merged = shards.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
     assert not merged.open
     assert "shard 2/2" in merged.message and "API views" in merged.message
     assert not gate.check_gate("B3", golden_dir=dataset.parent, state_dir=state).open
@@ -73,10 +73,10 @@ def test_shards_agreeing_on_views_the_manifest_does_not_list_are_refused(tmp_pat
     dataset = copy_dataset(tmp_path, api_view=None, api_views=["sglang", "vllm"])
     state = tmp_path / "state"
     write_view_shards(dataset, state, {1: ["sglang", "sglang-legacy"], 2: ["sglang", "sglang-legacy"]})
-    merged = gate.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
+    merged = shards.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
     assert not merged.open and "the manifest lists sglang, vllm" in merged.message
     write_view_shards(dataset, state, {1: ["sglang", "vllm"], 2: ["sglang", "vllm"]})
-    merged = gate.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
+    merged = shards.merge_shards("B3", golden_dir=dataset.parent, state_dir=state)
     assert merged.open, merged.message
     assert gate.check_gate("B3", golden_dir=dataset.parent, state_dir=state).open
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core import gate
+from pipeline.core import fingerprints, gate
 from pipeline.cli import main
 from pipeline.core.golden import write_dataset
 from pipeline.core.tokenizer import load_tokenizer
@@ -121,7 +121,7 @@ def test_ambiguous_name_is_closed(dataset, tmp_path):
 
 
 def test_code_fingerprint_covers_the_verdict_sources():
-    files = gate.code_file_hashes()
+    files = fingerprints.code_file_hashes()
     for rel in ("pipeline/core/reconstruct.py", "pipeline/core/views.py", "pipeline/core/diagnose.py", "pipeline/core/fidelity.py", "pytest_tokfidelity/session.py"):
         assert len(files[rel]) == 64, rel
 
@@ -145,7 +145,7 @@ def test_code_fingerprint_includes_what_family_views_depend_on():
     """qwen3/deepseek-v3 views re-serialise arguments with Python's json; the tokenizers libraries encode."""
     import platform
 
-    from pipeline.core.gate import library_versions
+    from pipeline.core.fingerprints import library_versions
 
     versions = library_versions()
     assert versions["python"] == platform.python_version()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core import gate
+from pipeline.core.pins import file_sha256
 from pipeline.core.golden import load_manifest, write_dataset
 from pipeline.core.tokenizer import load_tokenizer
 from test_plugin import KIMI, exact_samples, make_dataset, manifest, record, run, split_sample
@@ -92,7 +93,7 @@ def test_the_record_holds_the_hashes_of_what_was_read(pytester):
     assert rec["golden_files"] == gate.golden_file_hashes(path)
     assert rec["tokenizer_files"] == KIMI.file_digests and rec["tokenizer_files"]
     jinja = str((Path(KIMI.source) / "chat_template.jinja").resolve())
-    assert list(rec["template_files"]) == [jinja] and rec["template_files"][jinja] == gate.file_sha256(jinja)
+    assert list(rec["template_files"]) == [jinja] and rec["template_files"][jinja] == file_sha256(jinja)
 
 
 def test_a_sample_line_changed_in_place_after_indexing_fails_its_own_test(tmp_path):
@@ -100,7 +101,7 @@ def test_a_sample_line_changed_in_place_after_indexing_fails_its_own_test(tmp_pa
 
     path = write_dataset(tmp_path / "D", manifest("D"), exact_samples(2)) / "samples.jsonl"
     index = SampleIndex(path)
-    assert index.sha256 == gate.file_sha256(path)
+    assert index.sha256 == file_sha256(path)
     data = path.read_bytes()
     path.write_bytes(data.replace(b'"s1"', b'"t1"'))  # same length, same offsets
     fd = os.open(path, os.O_RDONLY)

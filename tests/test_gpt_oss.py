@@ -180,7 +180,7 @@ def test_reconstruct_command(oss, harmony):
 def test_gate_fingerprints_openai_harmony():
     from importlib.metadata import version
 
-    from pipeline.core.gate import library_versions
+    from pipeline.core.fingerprints import library_versions
 
     assert library_versions()["openai-harmony"] == version("openai-harmony")
 

@@ -76,7 +76,7 @@ def test_imports_point_one_way():
 
 
 def test_code_fingerprint_covers_every_core_module():
-    from pipeline.core.gate import code_file_hashes
+    from pipeline.core.fingerprints import code_file_hashes
 
     hashed = set(code_file_hashes())
     core = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pipeline" / "core").rglob("*.py")}

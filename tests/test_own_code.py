@@ -261,7 +261,7 @@ def test_a_prompt_judge_judges_a_given_renderer():
 
 
 def test_shards_of_a_projects_code_merge_into_a_gate_for_that_code(pytester):
-    from pipeline.core.gate import merge_shards
+    from pipeline.core.shards import merge_shards
 
     project(pytester)
     for shard in ("1/2", "2/2"):

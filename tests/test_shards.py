@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.core import gate
+from pipeline.core import gate, shards
 from pipeline.core.decision import DATASET_CHECKS, Counts
 from pipeline.core.golden import load_manifest
 from pipeline.core.shards import Shard, parse_shard, shard_number, shard_record_path
@@ -98,12 +98,12 @@ def write_shards(golden: Path, state: Path, of: int = 3, *, skip=(), known: dict
             view=manifest.api_view, pytest_args=[f"--tokfidelity-shard={i}/{of}"],
         )
         args.update(per_shard.get(f"shard{i}", {}))
-        gate.write_shard_record(dataset, Shard(i, of), **args)
+        shards.write_shard_record(dataset, Shard(i, of), **args)
     return dataset
 
 
 def merge(golden: Path, state: Path) -> gate.GateStatus:
-    return gate.merge_shards("B3", golden_dir=golden, state_dir=state)
+    return shards.merge_shards("B3", golden_dir=golden, state_dir=state)
 
 
 def test_all_green_agreeing_shards_open_the_gate(golden, tmp_path):
@@ -274,7 +274,7 @@ def test_a_failing_shard_writes_a_failed_record_and_the_merge_names_it(tmp_path)
     results = {i: run_shard(golden, state, f"{i}/2") for i in (1, 2)}
     failed = [i for i, r in results.items() if r.returncode != 0]
     assert failed, "D1_glaive has reviewed divergences; without them some shard must fail"
-    merged = gate.merge_shards("D1", golden_dir=golden, state_dir=state)
+    merged = shards.merge_shards("D1", golden_dir=golden, state_dir=state)
     assert not merged.open
     for i in failed:
         assert f"shard {i}/2 did not pass" in merged.message

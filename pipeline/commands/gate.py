@@ -32,7 +32,8 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..core.gate import check_gate, default_golden_dir, merge_shards, read_record, resolve_dataset_dir
+    from ..core.gate import check_gate, default_golden_dir, read_record, resolve_dataset_dir
+    from ..core.shards import merge_shards
 
     if args.gate_command == "merge":
         try:

@@ -23,7 +23,9 @@ from typing import Any
 
 from .decision import Completeness, Counts, Decision, decide
 from .files import open_input
-from .pins import Pins, changed_files, file_sha256, golden_file_hashes
+from .fingerprints import PACKAGE_ROOT, changed_inputs, code_file_hashes, library_versions
+from .fingerprints import digest as mapping_digest
+from .pins import Pins, golden_file_hashes
 
 __all__ = [
     "GateStatus",
@@ -35,8 +37,6 @@ __all__ = [
     "default_state_dir",
     "default_golden_dir",
     "golden_file_hashes",
-    "code_file_hashes",
-    "library_versions",
     "resolve_dataset_dir",
     "open_command",
     "judged_views",
@@ -51,17 +51,6 @@ __all__ = [
 RECORD_FORMAT = 1
 PROMPTS_OFF_NOTE = (" Its prompts were not verified: the run had --tokfidelity-prompts=off (`tokfidelity build` refuses "
                     "such a gate; run the suite without it).")
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
-
-# The code that decides a verdict: every source file of the verdict core (this package) and of
-# the plugin. Derived from the tree, so a new core module is covered without a list to keep.
-VERDICT_PACKAGES = ("pipeline/core", "pytest_tokfidelity")
-# Libraries a verdict depends on: the tokenizers, and openai-harmony (renders and checks gpt-oss layouts).
-# The Python version stands for its json module, with which the qwen3/deepseek-v3 views re-serialise
-# tool-call arguments as SGLang does (number formatting, escapes).
-# MiniJinja renders chat templates, transformers (render_jinja_template) and jinja2 those it cannot render
-# identically; openai-harmony renders gpt-oss's.
-TOKENIZER_LIBRARIES = ("tiktoken", "tokenizers", "openai-harmony", "minijinja", "transformers", "jinja2")
 
 
 @dataclass(frozen=True)
@@ -91,7 +80,7 @@ def default_state_dir() -> Path:
 def default_golden_dir() -> Path:
     """``golden/`` in the working directory when there is one, else the project's ``golden/``."""
     here = Path("golden")
-    return here if here.is_dir() else _PACKAGE_ROOT / "golden"
+    return here if here.is_dir() else PACKAGE_ROOT / "golden"
 
 
 def record_path(state_dir: str | os.PathLike, dataset: str) -> Path:
@@ -133,43 +122,13 @@ def open_command(
 
 
 # ------------------------------------------------------------------------------------------
-# Fingerprints
-# ------------------------------------------------------------------------------------------
-def code_file_hashes() -> dict[str, str]:
-    """sha256 of the sources that decide verdicts, by path relative to the project root."""
-    out: dict[str, str] = {}
-    for package in VERDICT_PACKAGES:
-        for path in sorted((_PACKAGE_ROOT / package).rglob("*.py")):
-            out[path.relative_to(_PACKAGE_ROOT).as_posix()] = file_sha256(path)
-    return out
-
-
-def library_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    import platform
-
-    out = {"python": platform.python_version()}
-    for name in TOKENIZER_LIBRARIES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "(not installed)"
-    return out
-
-
-def _digest(mapping: Mapping[str, str]) -> str:
-    return hashlib.sha256(json.dumps(sorted(mapping.items())).encode()).hexdigest()
-
-
-# ------------------------------------------------------------------------------------------
 # Records
 # ------------------------------------------------------------------------------------------
-def _now() -> str:
+def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _write_json(path: Path, obj: Mapping[str, Any]) -> Path:
+def write_record_json(path: Path, obj: Mapping[str, Any]) -> Path:
     from .files import atomic_write
 
     atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n", mkdir=True)
@@ -205,13 +164,13 @@ def write_open_record(
         "status": "open",
         "dataset": dataset_dir.name,
         "prompts": prompts,
-        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location, own),
+        **pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location, own),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts),
         **({"counts_by_view": {v: c.to_record() for v, c in counts_by_view.items()}} if counts_by_view else {}),
         "pytest_args": list(pytest_args),
-        "time": _now(),
+        "time": now_iso(),
     }
-    return _write_json(record_path(state_dir or default_state_dir(), dataset_dir.name), record)
+    return write_record_json(record_path(state_dir or default_state_dir(), dataset_dir.name), record)
 
 
 def write_closed_record(
@@ -233,9 +192,9 @@ def write_closed_record(
         **({"next": next_step} if next_step else {}),
         "counts": counts.to_record() if isinstance(counts, Counts) else dict(counts or {}),
         "pytest_args": list(pytest_args),
-        "time": _now(),
+        "time": now_iso(),
     }
-    return _write_json(record_path(state_dir or default_state_dir(), dataset), record)
+    return write_record_json(record_path(state_dir or default_state_dir(), dataset), record)
 
 
 def read_record(state_dir: str | os.PathLike | None, dataset: str) -> dict[str, Any] | None:
@@ -364,7 +323,7 @@ def _record_problems(record: Mapping[str, Any], where: Path, command: str) -> tu
 def _pinned_problems(record: Mapping[str, Any], dataset_dir: Path, tokenizer: str | None, command: str):
     """What differs today from what the record pinned: (problems, next steps, the tokenizer checked)."""
     rerun = f"run `{command}`"
-    problems = changed_files("golden file", record.get("golden_files", {}), golden_file_hashes(dataset_dir))
+    problems, code_changes = changed_inputs(record, dataset_dir)
     steps = [rerun] if problems else []
     from .golden import GoldenError, load_manifest
 
@@ -393,9 +352,7 @@ def _pinned_problems(record: Mapping[str, Any], dataset_dir: Path, tokenizer: st
         elif template_problems := _template_problems(record, checked):
             problems += template_problems
             steps.append(rerun)
-    more = _render_problems(record)
-    more += changed_files("source", record.get("code_files", {}), code_file_hashes())
-    more += changed_files("library", record.get("libraries", {}), library_versions())
+    more = _render_problems(record) + code_changes
     if more:
         problems += more
         steps.append(rerun)
@@ -472,11 +429,6 @@ def check_gate(
         views=frozenset(judged_views(record)),  # a set whatever judged_views returns
         template_sha256=record.get("template_sha256"),
     )
-
-
-# ------------------------------------------------------------------------------------------
-# CI shards (shards.py): shard records, and the merge that opens the gate from them
-# ------------------------------------------------------------------------------------------
 def _render_pins(tokenizer_spec, profile, pins: Pins | None) -> tuple[dict[str, str], str | None, dict[str, Any] | None]:
     """The chat template a run rendered prompts with (from its pins; else read now): the file it was read
     from, and its content's sha256 (render.template_digest); and the render settings of its profile."""
@@ -536,7 +488,7 @@ def _render_problems(record: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _pinned_fields(
+def pinned_fields(
     dataset_dir: Path, tokenizer_spec, tokenizer_fingerprint, profile, view, pins: Pins | None, tokenizer_location: str | None = None,
     own: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -550,7 +502,7 @@ def _pinned_fields(
     return {
         "dataset_dir": str(dataset_dir.resolve()),
         "golden_files": golden,
-        "golden_sha256": _digest(golden),
+        "golden_sha256": mapping_digest(golden),
         "tokenizer": tokenizer_spec,
         "tokenizer_fingerprint": tokenizer_fingerprint,
         "tokenizer_location": tokenizer_location,
@@ -564,127 +516,5 @@ def _pinned_fields(
         "code_files": code,
         **(dict(own) if own is not None else record_fields(None, None)),
         "libraries": libs,
-        "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
+        "code_fingerprint": mapping_digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
     }
-
-
-def write_shard_record(
-    dataset_dir: str | os.PathLike,
-    shard: Any,
-    *,
-    state_dir: str | os.PathLike | None = None,
-    green: bool,
-    reason: str,
-    counts: Counts,
-    expected: int,
-    checks_passed: Sequence[str],
-    tokenizer_spec: str | None,
-    tokenizer_fingerprint: str | None,
-    profile: str | None,
-    view: str | Sequence[str],
-    pins: Pins | None = None,
-    pytest_args: Sequence[str] = (),
-    tokenizer_location: str | None = None,
-    prompts: str = "on",
-    own: Mapping[str, Any] | None = None,
-) -> Path:
-    """Record one shard's run (``<DATASET>.shard-I-of-N.json``): its counts, whether it was green,
-    and the same pins as a full record. It opens nothing; ``merge_shards`` decides."""
-    from .shards import FAILED, GREEN, SHARD_KIND, shard_record_path
-
-    dataset_dir = Path(dataset_dir)
-    record = {
-        "format": RECORD_FORMAT,
-        "kind": SHARD_KIND,
-        "shard": {"index": shard.index, "of": shard.of},
-        "status": GREEN if green else FAILED,
-        "reason": reason,
-        "dataset": dataset_dir.name,
-        "prompts": prompts,
-        **_pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location, own),
-        "expected": expected,
-        "checks_passed": sorted(checks_passed),
-        "counts": counts.to_record(),
-        "pytest_args": list(pytest_args),
-        "time": _now(),
-    }
-    return _write_json(shard_record_path(state_dir or default_state_dir(), dataset_dir.name, shard), record)
-
-
-def _merged_problems(dataset_dir: Path, manifest: Any, shards: Mapping[int, Any]) -> tuple[list[str], Counts]:
-    """What keeps merged, agreeing, green shard records from opening the gate: golden files or code
-    that differ from what the shards ran, counts that do not add up to the dataset, the manifest's limits."""
-    ref = shards[min(shards)].record
-    problems = [f"{n} since the shards ran" for n in changed_files("golden file", ref.get("golden_files") or {}, golden_file_hashes(dataset_dir))]
-    problems += [f"{n} since the shards ran" for n in changed_files("source", ref.get("code_files") or {}, code_file_hashes())]
-    problems += [f"{n} since the shards ran" for n in changed_files("library", ref.get("libraries") or {}, library_versions())]
-    if manifest is not None and (judged := judged_views(ref)) != set(manifest.views):
-        problems.append(f"the shards judged the views {', '.join(sorted(judged)) or 'none recorded'}, "
-                        f"the manifest lists {', '.join(manifest.views)}")
-    merged, checks = Counts(), None
-    for index, shard in sorted(shards.items()):
-        try:
-            counts = Counts.from_dict(shard.record.get("counts", {}))
-        except ValueError as e:
-            problems.append(f"shard {shard.shard} ({shard.path.name}): {e}")
-            continue
-        if counts.samples != shard.record.get("expected") or counts.passed != counts.samples:
-            problems.append(f"shard {shard.shard} ({shard.path.name}) passed {counts.passed} of {shard.record.get('expected')!r} samples")
-        merged.merge(counts)
-        these = set(shard.record.get("checks_passed") or ())
-        checks = these if checks is None else checks & these
-    if problems:
-        return problems, merged
-    expected = count_samples(dataset_dir / "samples.jsonl") * max(1, len(judged_views(ref)))
-    decision = decide(merged, manifest, Completeness(expected=expected, passed=merged.passed, checks_passed=frozenset(checks or ())))
-    return ([] if decision.open else [decision.reason]), merged
-
-
-def merge_shards(
-    dataset: str, *, golden_dir: str | os.PathLike | None = None, state_dir: str | os.PathLike | None = None
-) -> GateStatus:
-    """Open the gate of ``dataset`` from the shard records gathered in the state dir: only when all N
-    exist once, every one was green, they agree on golden files, tokenizer and code, those are this
-    checkout's, and the merged counts pass ``decide`` (the known-divergence rate within the manifest's
-    limit). Otherwise a closed record says which shard, or what, keeps it shut."""
-    from .golden import GoldenError, load_manifest
-    from .shards import read_shard_records, shard_set_problems
-
-    state = Path(state_dir) if state_dir is not None else default_state_dir()
-    gdir = Path(golden_dir) if golden_dir is not None else default_golden_dir()
-    command = f"tokfidelity gate merge --dataset {dataset}"
-    try:
-        dataset_dir = resolve_dataset_dir(gdir, dataset)
-    except ValueError as e:
-        return GateStatus(False, dataset, str(e), command, "name one dataset with --dataset (a folder NAME, or the NAME of NAME_*)", unknown=True)
-    name = dataset_dir.name
-    problems, shards, of = shard_set_problems(read_shard_records(state, name))
-    try:
-        manifest = load_manifest(dataset_dir)
-    except GoldenError as e:
-        problems.append(f"the manifest is invalid ({e})")
-    merged = Counts()
-    if not problems:
-        problems, merged = _merged_problems(dataset_dir, manifest, shards)
-    if problems:
-        reason = f"merge of the shard records in {state / 'gates'} refused: " + "; ".join(problems)
-        step = "run (again) the shards named above, gather their records in the state dir, then merge again"
-        write_closed_record(name, state_dir=state, reason=reason, counts=merged, pytest_args=[command], next_step=step)
-        return GateStatus(False, name, f"gate for {name} is closed: {reason}", command, f"{step}: `{command}`")
-    ref = shards[min(shards)].record
-    path = write_open_record(
-        dataset_dir, state_dir=state, tokenizer_spec=ref["tokenizer"], tokenizer_fingerprint=ref["tokenizer_fingerprint"],
-        profile=ref["profile"], view=ref["views"] if isinstance(ref.get("views"), list) else ref["view"], counts=merged,
-        pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
-        prompts="off" if any(shards[i].record.get("prompts") == "off" for i in shards) else "on",
-        pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {}),
-                  ref.get("template_sha256")),
-        tokenizer_location=ref.get("tokenizer_location"),
-        own={k: ref[k] for k in ("reconstructor", "renderer", "own_files") if k in ref} or None,
-    )
-    return GateStatus(
-        True, name,
-        f"gate for {name} is open: {of} shard records merged ({merged.samples} samples, {merged.exact} exact, "
-        f"{merged.policy} by policy, {merged.known} known divergences); record {path}",
-        command,
-    )

@@ -19,13 +19,18 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import gate
+from .decision import Completeness, Counts, decide
+from .fingerprints import changed_inputs
+from .pins import Pins
+
 __all__ = ["Shard", "parse_shard", "shard_number", "shard_record_path", "shard_record_files", "read_shard_records",
-           "ShardRecord", "SHARD_KIND", "GREEN", "FAILED"]
+           "ShardRecord", "SHARD_KIND", "GREEN", "FAILED", "write_shard_record", "merge_shards"]
 
 SHARD_KIND = "shard"  # a shard record's "kind"; a full record has none
 GREEN, FAILED = "green", "failed"  # a shard record's status (never "open": a shard opens nothing)
@@ -169,3 +174,121 @@ def shard_set_problems(records: list[ShardRecord]) -> tuple[list[str], dict[int,
             if r.record.get(key) != ref.record.get(key):
                 problems.append(f"shard {i}/{of} ({r.path.name}) differs from shard {ref.shard} in its {label}")
     return problems, first, of
+
+
+def write_shard_record(
+    dataset_dir: str | os.PathLike,
+    shard: Any,
+    *,
+    state_dir: str | os.PathLike | None = None,
+    green: bool,
+    reason: str,
+    counts: Counts,
+    expected: int,
+    checks_passed: Sequence[str],
+    tokenizer_spec: str | None,
+    tokenizer_fingerprint: str | None,
+    profile: str | None,
+    view: str | Sequence[str],
+    pins: Pins | None = None,
+    pytest_args: Sequence[str] = (),
+    tokenizer_location: str | None = None,
+    prompts: str = "on",
+    own: Mapping[str, Any] | None = None,
+) -> Path:
+    """Record one shard's run (``<DATASET>.shard-I-of-N.json``): its counts, whether it was green,
+    and the same pins as a full record. It opens nothing; ``merge_shards`` decides."""
+    dataset_dir = Path(dataset_dir)
+    record = {
+        "format": gate.RECORD_FORMAT,
+        "kind": SHARD_KIND,
+        "shard": {"index": shard.index, "of": shard.of},
+        "status": GREEN if green else FAILED,
+        "reason": reason,
+        "dataset": dataset_dir.name,
+        "prompts": prompts,
+        **gate.pinned_fields(dataset_dir, tokenizer_spec, tokenizer_fingerprint, profile, view, pins, tokenizer_location, own),
+        "expected": expected,
+        "checks_passed": sorted(checks_passed),
+        "counts": counts.to_record(),
+        "pytest_args": list(pytest_args),
+        "time": gate.now_iso(),
+    }
+    return gate.write_record_json(shard_record_path(state_dir or gate.default_state_dir(), dataset_dir.name, shard), record)
+
+
+def _merged_problems(dataset_dir: Path, manifest: Any, shards: Mapping[int, Any]) -> tuple[list[str], Counts]:
+    """What keeps merged, agreeing, green shard records from opening the gate: golden files or code
+    that differ from what the shards ran, counts that do not add up to the dataset, the manifest's limits."""
+    ref = shards[min(shards)].record
+    golden, code = changed_inputs(ref, dataset_dir)
+    problems = [f"{n} since the shards ran" for n in golden + code]
+    if manifest is not None and (judged := gate.judged_views(ref)) != set(manifest.views):
+        problems.append(f"the shards judged the views {', '.join(sorted(judged)) or 'none recorded'}, "
+                        f"the manifest lists {', '.join(manifest.views)}")
+    merged, checks = Counts(), None
+    for index, shard in sorted(shards.items()):
+        try:
+            counts = Counts.from_dict(shard.record.get("counts", {}))
+        except ValueError as e:
+            problems.append(f"shard {shard.shard} ({shard.path.name}): {e}")
+            continue
+        if counts.samples != shard.record.get("expected") or counts.passed != counts.samples:
+            problems.append(f"shard {shard.shard} ({shard.path.name}) passed {counts.passed} of {shard.record.get('expected')!r} samples")
+        merged.merge(counts)
+        these = set(shard.record.get("checks_passed") or ())
+        checks = these if checks is None else checks & these
+    if problems:
+        return problems, merged
+    expected = gate.count_samples(dataset_dir / "samples.jsonl") * max(1, len(gate.judged_views(ref)))
+    decision = decide(merged, manifest, Completeness(expected=expected, passed=merged.passed, checks_passed=frozenset(checks or ())))
+    return ([] if decision.open else [decision.reason]), merged
+
+
+def merge_shards(
+    dataset: str, *, golden_dir: str | os.PathLike | None = None, state_dir: str | os.PathLike | None = None
+) -> gate.GateStatus:
+    """Open the gate of ``dataset`` from the shard records gathered in the state dir: only when all N
+    exist once, every one was green, they agree on golden files, tokenizer and code, those are this
+    checkout's, and the merged counts pass ``decide`` (the known-divergence rate within the manifest's
+    limit). Otherwise a closed record says which shard, or what, keeps it shut."""
+    from .golden import GoldenError, load_manifest
+
+    state = Path(state_dir) if state_dir is not None else gate.default_state_dir()
+    gdir = Path(golden_dir) if golden_dir is not None else gate.default_golden_dir()
+    command = f"tokfidelity gate merge --dataset {dataset}"
+    try:
+        dataset_dir = gate.resolve_dataset_dir(gdir, dataset)
+    except ValueError as e:
+        return gate.GateStatus(False, dataset, str(e), command, "name one dataset with --dataset (a folder NAME, or the NAME of NAME_*)", unknown=True)
+    name = dataset_dir.name
+    problems, shards, of = shard_set_problems(read_shard_records(state, name))
+    try:
+        manifest = load_manifest(dataset_dir)
+    except GoldenError as e:
+        problems.append(f"the manifest is invalid ({e})")
+    merged = Counts()
+    if not problems:
+        problems, merged = _merged_problems(dataset_dir, manifest, shards)
+    if problems:
+        reason = f"merge of the shard records in {state / 'gates'} refused: " + "; ".join(problems)
+        step = "run (again) the shards named above, gather their records in the state dir, then merge again"
+        gate.write_closed_record(name, state_dir=state, reason=reason, counts=merged, pytest_args=[command], next_step=step)
+        return gate.GateStatus(False, name, f"gate for {name} is closed: {reason}", command, f"{step}: `{command}`")
+    ref = shards[min(shards)].record
+    path = gate.write_open_record(
+        dataset_dir, state_dir=state, tokenizer_spec=ref["tokenizer"], tokenizer_fingerprint=ref["tokenizer_fingerprint"],
+        profile=ref["profile"], view=ref["views"] if isinstance(ref.get("views"), list) else ref["view"], counts=merged,
+        pytest_args=[command] + [f"shard {i}/{of}: {' '.join(shards[i].record.get('pytest_args') or [])}" for i in sorted(shards)],
+        prompts="off" if any(shards[i].record.get("prompts") == "off" for i in shards) else "on",
+        pins=Pins(dict(ref.get("golden_files") or {}), dict(ref.get("tokenizer_files") or {}), dict(ref.get("template_files") or {}),
+                  ref.get("template_sha256")),
+        tokenizer_location=ref.get("tokenizer_location"),
+        own={k: ref[k] for k in ("reconstructor", "renderer", "own_files") if k in ref} or None,
+    )
+    return gate.GateStatus(
+        True, name,
+        f"gate for {name} is open: {of} shard records merged ({merged.samples} samples, {merged.exact} exact, "
+        f"{merged.policy} by policy, {merged.known} known divergences); record {path}",
+        command,
+    )
