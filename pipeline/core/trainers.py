@@ -14,6 +14,7 @@ The only module touching SpecForge (and its transformers tokenizer, loaded with
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,23 +98,17 @@ def load_trainer(spec: str, tokenizer_location: str) -> Trainer:
 
     from .model_files import FolderCodeRefused, refuse_folder_code
 
+    tokenizer = None
     try:
         if Path(tokenizer_location).is_dir():
             refuse_folder_code(tokenizer_location)
     except FolderCodeRefused as e:
-        raise TrainerError(f"SpecForge needs a transformers tokenizer; {e.message}", field="tokenizer") from None
+        tokenizer = pinned_class_tokenizer(Path(tokenizer_location), e.message)
     from specforge.data.preprocessing import preprocess_conversations
     from specforge.data.template import TEMPLATE_REGISTRY
-    from transformers import AutoTokenizer
 
-    from .model_files import transformers_source
-
-    try:
-        with transformers_source(tokenizer_location) as (folder, kwargs):  # a GGUF file alone, or a checked folder
-            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
-    except (OSError, ValueError) as e:  # not a transformers tokenizer (a bare tiktoken encoding)
-        raise TrainerError(f"SpecForge needs a transformers tokenizer; transformers cannot load one from "
-                           f"{tokenizer_location} ({type(e).__name__}: {str(e).splitlines()[0][:160]})", field="tokenizer") from None
+    if tokenizer is None:
+        tokenizer = _transformers_tokenizer(tokenizer_location)
     template = TEMPLATE_REGISTRY.get(spec.partition(":")[2])
 
     def build(messages, tools, message):
@@ -122,6 +117,77 @@ def load_trainer(spec: str, tokenizer_location: str) -> Trainer:
         return out["input_ids"][0][0].tolist(), out["loss_mask"][0][0].tolist()
 
     return Trainer(name, build)
+
+
+def _transformers_tokenizer(tokenizer_location: str):
+    from transformers import AutoTokenizer
+
+    from .model_files import transformers_source
+
+    try:
+        with transformers_source(tokenizer_location) as (folder, kwargs):  # a GGUF file alone, or a checked folder
+            return AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
+    except (OSError, ValueError) as e:  # not a transformers tokenizer (a bare tiktoken encoding)
+        raise TrainerError(f"SpecForge needs a transformers tokenizer; transformers cannot load one from "
+                           f"{tokenizer_location} ({type(e).__name__}: {str(e).splitlines()[0][:160]})", field="tokenizer") from None
+
+
+# The model repositories' own tokenizer classes a trainer may run: each file by its sha256, loaded as a module
+# by path (never through trust_remote_code, never from the model folder's auto_map). The file is the user's
+# copy, named by TOKENIZER_CLASS_ENV; its text is never edited (the sha256 is the check).
+TOKENIZER_CLASS_ENV = "TOKFIDELITY_TOKENIZER_CLASS"
+PINNED_CLASSES = {  # sha256 -> (file, class): Moonshot's Kimi tokenizer class (K2 generation)
+    "30ee74ac117c1478905dd4e7e52d17fbb286789ad451163d722485ec98cd1280": ("tokenization_kimi.py", "TikTokenTokenizer"),
+}
+_CONFIG_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "additional_special_tokens", "added_tokens_decoder")
+
+
+def pinned_class_tokenizer(folder: Path, refused: str):
+    """The tokenizer of a folder whose config names its own class, built by a pinned copy of that class.
+
+    ``TOKFIDELITY_TOKENIZER_CLASS`` names the file; its sha256 must be one of ``PINNED_CLASSES``. The class is
+    built as ``from_pretrained`` would build it: the folder's vocabulary file, its special tokens from
+    ``tokenizer_config.json``, its ``chat_template.jinja``."""
+    import hashlib
+    import importlib.util
+    import json
+    import os
+    import sys
+
+    path = os.environ.get(TOKENIZER_CLASS_ENV)
+    if not path:
+        raise TrainerError(f"SpecForge needs a transformers tokenizer; {refused}. To run the model repository's own "
+                           f"class instead, set {TOKENIZER_CLASS_ENV} to its file (sha256-pinned: "
+                           f"{', '.join(f for f, _ in PINNED_CLASSES.values())})", field="tokenizer")
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as e:
+        raise TrainerError(f"{path}: cannot read it ({e.strerror})", field=TOKENIZER_CLASS_ENV) from None
+    if digest not in PINNED_CLASSES:
+        raise TrainerError(f"{path}: sha256 {digest} is none of the pinned tokenizer classes; refusing to run it",
+                           field=TOKENIZER_CLASS_ENV)
+    _, class_name = PINNED_CLASSES[digest]
+    import transformers.tokenization_python as slow  # transformers 5 moved tokenization_utils; the file imports the old name
+    import transformers.models.gpt2.tokenization_gpt2 as gpt2
+    from tokenizers import AddedToken
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    sys.modules.setdefault("transformers.tokenization_utils", slow)
+    if not hasattr(gpt2, "bytes_to_unicode"):  # moved in transformers 5 as well
+        gpt2.bytes_to_unicode = bytes_to_unicode
+    spec = importlib.util.spec_from_file_location(f"tokfidelity_pinned_{digest[:12]}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    kwargs = {k: config[k] for k in _CONFIG_KEYS if k in config}
+    fields = ("content", "single_word", "lstrip", "rstrip", "normalized", "special")
+    if "added_tokens_decoder" in kwargs:  # as from_pretrained hands them over: int ids, AddedToken values
+        kwargs["added_tokens_decoder"] = {int(i): AddedToken(**{k: v for k, v in t.items() if k in fields})
+                                          for i, t in kwargs["added_tokens_decoder"].items()}
+    tokenizer = getattr(module, class_name)(vocab_file=str(folder / "tiktoken.model"), **kwargs)
+    if (folder / "chat_template.jinja").is_file():
+        tokenizer.chat_template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+    return tokenizer
 
 
 def assistant_message(response: Mapping[str, Any]) -> dict[str, Any]:
