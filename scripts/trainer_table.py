@@ -2,7 +2,11 @@
 """The trainers' table (docs/trainers.md): SpecForge's preprocessing judged on every shipped golden dataset
 whose family one of its templates covers; per dataset and template, samples exact / total and the top classes.
 
-    TOKFIDELITY_TOKENIZERS=../shared/tokenizers .venv/bin/python scripts/trainer_table.py
+    TOKFIDELITY_TOKENIZERS=../shared/tokenizers TOKFIDELITY_TOKENIZER_CLASS=../shared/engine-code/kimi/tokenization_kimi.py \
+        .venv/bin/python scripts/trainer_table.py [DATASET ...]
+
+Kimi's datasets need TOKFIDELITY_TOKENIZER_CLASS: the model repository's tokenizer class, run only when its
+sha256 is pinned (pipeline.core.trainers.PINNED_CLASSES); without it their rows say why they are not measured.
 
 Each sample is judged as `pytest --tokfidelity-dataset=DS --tokfidelity-trainer=specforge:TEMPLATE` judges it
 (pipeline.core.trainers through fidelity.Judge, the dataset's first view)."""
@@ -18,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 # profile -> the SpecForge 0.2.0 templates written for that family
 TEMPLATES = {"qwen3": ("qwen3-thinking", "qwen3-instruct"), "deepseek-v3": ("deepseek-v3",), "gpt-oss": ("gpt-oss",),
-             "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking",)}
+             "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking", "kimi-k2-instruct")}
 
 
 def measure(dataset: Path, template: str) -> str:
@@ -58,7 +62,10 @@ def main() -> int:
 
     print("| dataset | SpecForge 0.2.0 template | exact / total | top classes (samples) |")
     print("|---|---|---:|---|")
+    wanted = set(sys.argv[1:])
     for dataset in sorted(p for p in (ROOT / "golden").iterdir() if (p / "manifest.json").is_file()):
+        if wanted and dataset.name not in wanted:
+            continue
         for template in TEMPLATES.get(load_manifest(dataset).profile, ()):
             print(measure(dataset, template), flush=True)
     return 0

@@ -107,3 +107,33 @@ def test_specforge_qwen3_thinking_fails_q1_with_named_classes(q1_project):
     assert record["status"] == "closed"
     bad = _pytest(q1_project, "--tokfidelity-dataset=Q1", "--tokfidelity-trainer=specforge:nope")
     assert bad.returncode == 4 and "SpecForge has no template 'nope'" in bad.stderr
+
+
+KIMI_CLASS = ROOT.parent / "shared" / "engine-code" / "kimi" / "tokenization_kimi.py"  # ../shared/engine-code/README.md
+
+
+def test_kimi_runs_through_its_pinned_class_and_nothing_else(tmp_path, monkeypatch):
+    from pipeline.core.tokenizer import tokenizer_location
+    from pipeline.core.trainers import TOKENIZER_CLASS_ENV, load_trainer
+
+    folder = tokenizer_location("moonshotai/Kimi-K2.5")
+    monkeypatch.delenv(TOKENIZER_CLASS_ENV, raising=False)
+    with pytest.raises(TrainerError, match="auto_map.*set TOKFIDELITY_TOKENIZER_CLASS"):
+        load_trainer("specforge:kimi-k2-thinking", folder)
+    marker = tmp_path / "ran"
+    other = tmp_path / "tokenization_kimi.py"  # not the pinned file: refused before a line of it runs
+    other.write_text(KIMI_CLASS.read_text() + f"\nopen({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.setenv(TOKENIZER_CLASS_ENV, str(other))
+    with pytest.raises(TrainerError, match="is none of the pinned tokenizer classes; refusing to run it"):
+        load_trainer("specforge:kimi-k2-thinking", folder)
+    assert not marker.exists()
+    monkeypatch.setenv(TOKENIZER_CLASS_ENV, str(KIMI_CLASS))
+    trainer = load_trainer("specforge:kimi-k2-thinking", folder)
+    assert trainer.name == "specforge 0.2.0:kimi-k2-thinking"
+    with open(ROOT / "golden" / "B1_glaive" / "samples.jsonl", encoding="utf-8") as f:
+        sample = next(s for s in map(json.loads, f) if "response" not in s and s.get("prompt_ids"))
+    kimi = load_tokenizer("kimi-k2.5")
+    verdict = Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=trainer)(parse_sample(sample, Path("B1"), 1))
+    assert verdict.kind == DIVERGENT  # the template's <think> in the mask, its own tool declarations in the prompt
+    assert CLASS_PREFIX + MASK_OFF_BY_N in verdict.classes and "mask-off-by-n (+1 tokens)" in verdict.report
+    assert "163606 '<think>'" in verdict.report
