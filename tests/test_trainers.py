@@ -81,7 +81,24 @@ def test_specs_name_a_specforge_template():
     with pytest.raises(TrainerError, match="has no template 'nope'"):
         trainer_name("specforge:nope")
     with pytest.raises(TrainerError, match="expected specforge:TEMPLATE"):
+        trainer_name("sglang")
+    with pytest.raises(TrainerError, match="speculators is not judged offline.*/v1/chat/completions/render"):
         trainer_name("speculators")
+
+
+def test_speculators_data_preparation_has_no_path_without_a_vllm_server():
+    """Why --tokfidelity-trainer=speculators is refused: speculators 0.9.0 renders a conversation only through
+    a server. Its batch preparation refuses to run without the render endpoint, and the row builder's only
+    source of ids is the HTTP render client."""
+    import inspect
+
+    from speculators.data_generation import preprocessing, render_client
+
+    conversation = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    with pytest.raises(ValueError, match="render_endpoint is required"):
+        preprocessing._preprocess_batch({"conversations": [conversation]}, False, None, 128)
+    assert preprocessing._encode_render.__globals__["render_conversation"] is render_client.render_conversation
+    assert "/v1/chat/completions/render" in inspect.getsource(render_client.render_conversation)
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ the engine's output ids and the ids before it are the engine's prompt ids. Each 
 named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfidelity's own diagnosis.
 
 The only module touching SpecForge (and its transformers tokenizer, loaded with
-``trust_remote_code=False`` from a folder whose config names no code of its own).
+``trust_remote_code=False`` from a folder whose config names no code of its own; for a folder that names its
+own class, as Kimi's does, a copy of that class the user names, run only when its sha256 is pinned in
+``PINNED_CLASSES``). speculators is refused with the reason: it renders only through a vLLM server.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ __all__ = ["Trainer", "TrainerError", "CLASSES", "ADVICE", "trainer_name", "load
            "CLASS_PREFIX"]
 
 SPECFORGE = "specforge"
+SPECULATORS = "speculators"
+SPECULATORS_NEEDS_SERVER = (
+    "speculators is not judged offline: its data preparation (speculators.data_generation.preprocessing) gets "
+    "every id and the loss-mask boundary from a running vLLM server's /v1/chat/completions/render "
+    "(render_client.render_conversation), with no tokenizer or template path of its own (docs/trainers.md)")
 CLASS_PREFIX = "trainer:"  # a trainer divergence's class among a verdict's classes
 SYSTEM_PROMPT_ADDED = "system-prompt-added"
 EMPTY_REASONING_ADDED = "empty-reasoning-added"
@@ -78,6 +85,8 @@ def _templates() -> list[str]:
 def trainer_name(spec: str, field: str = "--tokfidelity-trainer") -> str:
     """The name a record gives the trainer ``spec`` names, with its version; a TrainerError when it names none."""
     kind, _, template = spec.partition(":")
+    if kind == SPECULATORS:
+        raise TrainerError(SPECULATORS_NEEDS_SERVER, field=field)
     if kind != SPECFORGE or not template:
         raise TrainerError(f"expected specforge:TEMPLATE (SpecForge's chat templates), got {spec!r}", field=field)
     try:
