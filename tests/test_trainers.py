@@ -47,6 +47,7 @@ def test_each_class_on_known_ids():
     assert output(golden + enc("\n")) == [MASK_OFF_BY_N]
     assert output(golden[:-1]) == [STOP_OUTSIDE_MASK, MASK_OFF_BY_N]
     assert output(enc("3<|im_end|>")) == [REASONING_DROPPED, MASK_OFF_BY_N]
+    assert output(enc("<think></think>3<|im_end|>")) == [REASONING_DROPPED, MASK_OFF_BY_N]  # emptied, not added
     plain = enc("3<|im_end|>")
     assert classify(plain, None, [], enc("<think>\n\n</think>\n\n3<|im_end|>"), QWEN, PROFILE)[0] == [EMPTY_REASONING_ADDED, MASK_OFF_BY_N]
     split = QWEN.encode_ordinary(" initial") + QWEN.encode_ordinary("izer") + [STOP]

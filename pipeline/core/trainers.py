@@ -227,13 +227,15 @@ def _contains(big: Sequence[int], small: Sequence[int]) -> int | None:
 def _output_classes(golden: Sequence[int], span: Sequence[int], tokenizer, profile) -> list[str]:
     out: list[str] = []
     gtext, stext = tokenizer.decode(golden), tokenizer.decode(span)
-    if re.search(r"<think>\s*</think>", stext) and not re.search(r"<think>\s*</think>", gtext):
-        out.append(EMPTY_REASONING_ADDED)
     think_end = profile.ids.get("think_end")
+    reasoning = ""
     if think_end is not None and think_end in golden:
         reasoning = tokenizer.decode(golden[: golden.index(think_end)]).replace("<think>", "").strip()
-        if reasoning and reasoning not in stext:
-            out.append(REASONING_DROPPED)
+    empty = re.compile(r"<think>\s*</think>")
+    if empty.search(stext) and not empty.search(gtext) and not reasoning:  # an empty block in place of reasoning: dropped
+        out.append(EMPTY_REASONING_ADDED)
+    if reasoning and reasoning not in stext:
+        out.append(REASONING_DROPPED)
     stop = profile.stop_ids
     if golden and golden[-1] in stop and golden[-1] not in span:  # missing, or another stop token in its place
         out.append(STOP_OUTSIDE_MASK)
