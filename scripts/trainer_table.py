@@ -23,9 +23,11 @@ sys.path.insert(0, str(ROOT))
 # profile -> the SpecForge 0.2.0 templates written for that family
 TEMPLATES = {"qwen3": ("qwen3-thinking", "qwen3-instruct"), "deepseek-v3": ("deepseek-v3",), "gpt-oss": ("gpt-oss",),
              "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking", "kimi-k2-instruct")}
+# (profile, template) -> chat-template arguments measured in a row of their own, beside the defaults
+VARIANTS = {("kimi-k2.5", "kimi-k2-thinking"): {"preserve_thinking": True}}
 
 
-def measure(dataset: Path, template: str) -> str:
+def measure(dataset: Path, template: str, template_kwargs: dict | None = None) -> str:
     from pipeline.core.binding import bind_dataset
     from pipeline.core.fidelity import EXACT, Judge
     from pipeline.core.golden import GoldenSample, load_manifest, read_samples
@@ -35,7 +37,7 @@ def measure(dataset: Path, template: str) -> str:
     manifest = load_manifest(dataset)
     location = tokenizer_location(manifest.tokenizer)
     try:
-        trainer = load_trainer(f"specforge:{template}", location)
+        trainer = load_trainer(f"specforge:{template}", location, template_kwargs)
     except TrainerError as e:
         return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0]} |"
     tokenizer, profile = bind_dataset(manifest.profile, location)
@@ -54,7 +56,8 @@ def measure(dataset: Path, template: str) -> str:
         exact += verdict.kind == EXACT
         classes.update(c.removeprefix(CLASS_PREFIX) for c in verdict.classes)
     top = ", ".join(f"{c} {n}" for c, n in classes.most_common(4)) or "-"
-    return f"| {dataset.name} | {template} | {exact} / {total} | {top} |"
+    shown = template + "".join(f", `{k}={v}`" for k, v in (template_kwargs or {}).items())
+    return f"| {dataset.name} | {shown} | {exact} / {total} | {top} |"
 
 
 def main() -> int:
@@ -66,8 +69,11 @@ def main() -> int:
     for dataset in sorted(p for p in (ROOT / "golden").iterdir() if (p / "manifest.json").is_file()):
         if wanted and dataset.name not in wanted:
             continue
-        for template in TEMPLATES.get(load_manifest(dataset).profile, ()):
+        profile = load_manifest(dataset).profile
+        for template in TEMPLATES.get(profile, ()):
             print(measure(dataset, template), flush=True)
+            if (profile, template) in VARIANTS:
+                print(measure(dataset, template, VARIANTS[profile, template]), flush=True)
     return 0
 
 

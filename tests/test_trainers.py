@@ -47,7 +47,7 @@ def test_each_class_on_known_ids():
     assert output(golden + enc("\n")) == [MASK_OFF_BY_N]
     assert output(golden[:-1]) == [STOP_OUTSIDE_MASK, MASK_OFF_BY_N]
     assert output(enc("3<|im_end|>")) == [REASONING_DROPPED, MASK_OFF_BY_N]
-    assert output(enc("<think></think>3<|im_end|>")) == [REASONING_DROPPED, MASK_OFF_BY_N]  # emptied, not added
+    assert output(enc("<think></think>3<|im_end|>")) == [REASONING_DROPPED]  # emptied, not added
     plain = enc("3<|im_end|>")
     assert classify(plain, None, [], enc("<think>\n\n</think>\n\n3<|im_end|>"), QWEN, PROFILE)[0] == [EMPTY_REASONING_ADDED, MASK_OFF_BY_N]
     split = QWEN.encode_ordinary(" initial") + QWEN.encode_ordinary("izer") + [STOP]
@@ -155,3 +155,10 @@ def test_kimi_runs_through_its_pinned_class_and_nothing_else(tmp_path, monkeypat
     assert verdict.kind == DIVERGENT  # the template's <think> in the mask, its own tool declarations in the prompt
     assert CLASS_PREFIX + MASK_OFF_BY_N in verdict.classes and "mask-off-by-n (+1 tokens)" in verdict.report
     assert "163606 '<think>'" in verdict.report
+    with open(ROOT / "golden" / "B3_magicoder" / "samples.jsonl", encoding="utf-8") as f:
+        answer = parse_sample(json.loads(f.readline()), Path("B3"), 1)  # a final answer with reasoning, no tools
+    kept = load_trainer("specforge:kimi-k2-thinking", folder, {"preserve_thinking": True})
+    assert kept.name == "specforge 0.2.0:kimi-k2-thinking preserve_thinking=True"
+    dropped = Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=trainer)(answer)
+    assert CLASS_PREFIX + REASONING_DROPPED in dropped.classes  # K2.5's template writes the last answer as history
+    assert CLASS_PREFIX + REASONING_DROPPED not in Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=kept)(answer).classes

@@ -100,8 +100,9 @@ def trainer_name(spec: str, field: str = "--tokfidelity-trainer") -> str:
     return f"{SPECFORGE} {version('specforge')}:{template}"
 
 
-def load_trainer(spec: str, tokenizer_location: str) -> Trainer:
-    """The trainer ``spec`` names, over the transformers tokenizer in ``tokenizer_location``."""
+def load_trainer(spec: str, tokenizer_location: str, template_kwargs: Mapping[str, Any] | None = None) -> Trainer:
+    """The trainer ``spec`` names, over the transformers tokenizer in ``tokenizer_location``; ``template_kwargs``
+    go to the chat template as SpecForge's per-conversation keyword arguments (none: its defaults)."""
     name = trainer_name(spec)
     from pathlib import Path
 
@@ -122,10 +123,12 @@ def load_trainer(spec: str, tokenizer_location: str) -> Trainer:
 
     def build(messages, tools, message):
         conversation = [*messages, {"role": "assistant", **message}]
-        out = preprocess_conversations(tokenizer, [conversation], template, max_length=1 << 20, tools=[list(tools or [])])
+        extra = {k: [v] for k, v in (template_kwargs or {}).items()}  # one value per conversation
+        out = preprocess_conversations(tokenizer, [conversation], template, max_length=1 << 20, tools=[list(tools or [])],
+                                       **extra)
         return out["input_ids"][0][0].tolist(), out["loss_mask"][0][0].tolist()
 
-    return Trainer(name, build)
+    return Trainer(name + "".join(f" {k}={v!r}" for k, v in (template_kwargs or {}).items()), build)
 
 
 def _transformers_tokenizer(tokenizer_location: str):
