@@ -2,7 +2,11 @@
 """The trainers' table (docs/trainers.md): SpecForge's preprocessing judged on every shipped golden dataset
 whose family one of its templates covers; per dataset and template, samples exact / total and the top classes.
 
-    TOKFIDELITY_TOKENIZERS=../shared/tokenizers .venv/bin/python scripts/trainer_table.py
+    TOKFIDELITY_TOKENIZERS=../shared/tokenizers TOKFIDELITY_TOKENIZER_CLASS=../shared/engine-code/kimi/tokenization_kimi.py \
+        .venv/bin/python scripts/trainer_table.py [DATASET ...]
+
+Kimi's datasets need TOKFIDELITY_TOKENIZER_CLASS: the model repository's tokenizer class, run only when its
+sha256 is pinned (pipeline.core.trainers.PINNED_CLASSES); without it their rows say why they are not measured.
 
 Each sample is judged as `pytest --tokfidelity-dataset=DS --tokfidelity-trainer=specforge:TEMPLATE` judges it
 (pipeline.core.trainers through fidelity.Judge, the dataset's first view)."""
@@ -18,10 +22,12 @@ sys.path.insert(0, str(ROOT))
 
 # profile -> the SpecForge 0.2.0 templates written for that family
 TEMPLATES = {"qwen3": ("qwen3-thinking", "qwen3-instruct"), "deepseek-v3": ("deepseek-v3",), "gpt-oss": ("gpt-oss",),
-             "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking",)}
+             "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking", "kimi-k2-instruct")}
+# (profile, template) -> chat-template arguments measured in a row of their own, beside the defaults
+VARIANTS = {("kimi-k2.5", "kimi-k2-thinking"): {"preserve_thinking": True}}
 
 
-def measure(dataset: Path, template: str) -> str:
+def measure(dataset: Path, template: str, template_kwargs: dict | None = None) -> str:
     from pipeline.core.binding import bind_dataset
     from pipeline.core.fidelity import EXACT, Judge
     from pipeline.core.golden import GoldenSample, load_manifest, read_samples
@@ -31,7 +37,7 @@ def measure(dataset: Path, template: str) -> str:
     manifest = load_manifest(dataset)
     location = tokenizer_location(manifest.tokenizer)
     try:
-        trainer = load_trainer(f"specforge:{template}", location)
+        trainer = load_trainer(f"specforge:{template}", location, template_kwargs)
     except TrainerError as e:
         return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0]} |"
     tokenizer, profile = bind_dataset(manifest.profile, location)
@@ -50,7 +56,8 @@ def measure(dataset: Path, template: str) -> str:
         exact += verdict.kind == EXACT
         classes.update(c.removeprefix(CLASS_PREFIX) for c in verdict.classes)
     top = ", ".join(f"{c} {n}" for c, n in classes.most_common(4)) or "-"
-    return f"| {dataset.name} | {template} | {exact} / {total} | {top} |"
+    shown = template + "".join(f", `{k}={v}`" for k, v in (template_kwargs or {}).items())
+    return f"| {dataset.name} | {shown} | {exact} / {total} | {top} |"
 
 
 def main() -> int:
@@ -58,9 +65,15 @@ def main() -> int:
 
     print("| dataset | SpecForge 0.2.0 template | exact / total | top classes (samples) |")
     print("|---|---|---:|---|")
+    wanted = set(sys.argv[1:])
     for dataset in sorted(p for p in (ROOT / "golden").iterdir() if (p / "manifest.json").is_file()):
-        for template in TEMPLATES.get(load_manifest(dataset).profile, ()):
+        if wanted and dataset.name not in wanted:
+            continue
+        profile = load_manifest(dataset).profile
+        for template in TEMPLATES.get(profile, ()):
             print(measure(dataset, template), flush=True)
+            if (profile, template) in VARIANTS:
+                print(measure(dataset, template, VARIANTS[profile, template]), flush=True)
     return 0
 
 

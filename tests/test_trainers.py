@@ -47,6 +47,7 @@ def test_each_class_on_known_ids():
     assert output(golden + enc("\n")) == [MASK_OFF_BY_N]
     assert output(golden[:-1]) == [STOP_OUTSIDE_MASK, MASK_OFF_BY_N]
     assert output(enc("3<|im_end|>")) == [REASONING_DROPPED, MASK_OFF_BY_N]
+    assert output(enc("<think></think>3<|im_end|>")) == [REASONING_DROPPED]  # emptied, not added
     plain = enc("3<|im_end|>")
     assert classify(plain, None, [], enc("<think>\n\n</think>\n\n3<|im_end|>"), QWEN, PROFILE)[0] == [EMPTY_REASONING_ADDED, MASK_OFF_BY_N]
     split = QWEN.encode_ordinary(" initial") + QWEN.encode_ordinary("izer") + [STOP]
@@ -81,7 +82,24 @@ def test_specs_name_a_specforge_template():
     with pytest.raises(TrainerError, match="has no template 'nope'"):
         trainer_name("specforge:nope")
     with pytest.raises(TrainerError, match="expected specforge:TEMPLATE"):
+        trainer_name("sglang")
+    with pytest.raises(TrainerError, match="speculators is not judged offline.*/v1/chat/completions/render"):
         trainer_name("speculators")
+
+
+def test_speculators_data_preparation_has_no_path_without_a_vllm_server():
+    """Why --tokfidelity-trainer=speculators is refused: speculators 0.9.0 renders a conversation only through
+    a server. Its batch preparation refuses to run without the render endpoint, and the row builder's only
+    source of ids is the HTTP render client."""
+    import inspect
+
+    from speculators.data_generation import preprocessing, render_client
+
+    conversation = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    with pytest.raises(ValueError, match="render_endpoint is required"):
+        preprocessing._preprocess_batch({"conversations": [conversation]}, False, None, 128)
+    assert preprocessing._encode_render.__globals__["render_conversation"] is render_client.render_conversation
+    assert "/v1/chat/completions/render" in inspect.getsource(render_client.render_conversation)
 
 
 @pytest.fixture
@@ -107,3 +125,40 @@ def test_specforge_qwen3_thinking_fails_q1_with_named_classes(q1_project):
     assert record["status"] == "closed"
     bad = _pytest(q1_project, "--tokfidelity-dataset=Q1", "--tokfidelity-trainer=specforge:nope")
     assert bad.returncode == 4 and "SpecForge has no template 'nope'" in bad.stderr
+
+
+KIMI_CLASS = ROOT.parent / "shared" / "engine-code" / "kimi" / "tokenization_kimi.py"  # ../shared/engine-code/README.md
+
+
+def test_kimi_runs_through_its_pinned_class_and_nothing_else(tmp_path, monkeypatch):
+    from pipeline.core.tokenizer import tokenizer_location
+    from pipeline.core.trainers import TOKENIZER_CLASS_ENV, load_trainer
+
+    folder = tokenizer_location("moonshotai/Kimi-K2.5")
+    monkeypatch.delenv(TOKENIZER_CLASS_ENV, raising=False)
+    with pytest.raises(TrainerError, match="auto_map.*set TOKFIDELITY_TOKENIZER_CLASS"):
+        load_trainer("specforge:kimi-k2-thinking", folder)
+    marker = tmp_path / "ran"
+    other = tmp_path / "tokenization_kimi.py"  # not the pinned file: refused before a line of it runs
+    other.write_text(KIMI_CLASS.read_text() + f"\nopen({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.setenv(TOKENIZER_CLASS_ENV, str(other))
+    with pytest.raises(TrainerError, match="is none of the pinned tokenizer classes; refusing to run it"):
+        load_trainer("specforge:kimi-k2-thinking", folder)
+    assert not marker.exists()
+    monkeypatch.setenv(TOKENIZER_CLASS_ENV, str(KIMI_CLASS))
+    trainer = load_trainer("specforge:kimi-k2-thinking", folder)
+    assert trainer.name == "specforge 0.2.0:kimi-k2-thinking"
+    with open(ROOT / "golden" / "B1_glaive" / "samples.jsonl", encoding="utf-8") as f:
+        sample = next(s for s in map(json.loads, f) if "response" not in s and s.get("prompt_ids"))
+    kimi = load_tokenizer("kimi-k2.5")
+    verdict = Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=trainer)(parse_sample(sample, Path("B1"), 1))
+    assert verdict.kind == DIVERGENT  # the template's <think> in the mask, its own tool declarations in the prompt
+    assert CLASS_PREFIX + MASK_OFF_BY_N in verdict.classes and "mask-off-by-n (+1 tokens)" in verdict.report
+    assert "163606 '<think>'" in verdict.report
+    with open(ROOT / "golden" / "B3_magicoder" / "samples.jsonl", encoding="utf-8") as f:
+        answer = parse_sample(json.loads(f.readline()), Path("B3"), 1)  # a final answer with reasoning, no tools
+    kept = load_trainer("specforge:kimi-k2-thinking", folder, {"preserve_thinking": True})
+    assert kept.name == "specforge 0.2.0:kimi-k2-thinking preserve_thinking=True"
+    dropped = Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=trainer)(answer)
+    assert CLASS_PREFIX + REASONING_DROPPED in dropped.classes  # K2.5's template writes the last answer as history
+    assert CLASS_PREFIX + REASONING_DROPPED not in Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=kept)(answer).classes

@@ -8,12 +8,15 @@ the engine's output ids and the ids before it are the engine's prompt ids. Each 
 named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfidelity's own diagnosis.
 
 The only module touching SpecForge (and its transformers tokenizer, loaded with
-``trust_remote_code=False`` from a folder whose config names no code of its own).
+``trust_remote_code=False`` from a folder whose config names no code of its own; for a folder that names its
+own class, as Kimi's does, a copy of that class the user names, run only when its sha256 is pinned in
+``PINNED_CLASSES``). speculators is refused with the reason: it renders only through a vLLM server.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +27,11 @@ __all__ = ["Trainer", "TrainerError", "CLASSES", "ADVICE", "trainer_name", "load
            "CLASS_PREFIX"]
 
 SPECFORGE = "specforge"
+SPECULATORS = "speculators"
+SPECULATORS_NEEDS_SERVER = (
+    "speculators is not judged offline: its data preparation (speculators.data_generation.preprocessing) gets "
+    "every id and the loss-mask boundary from a running vLLM server's /v1/chat/completions/render "
+    "(render_client.render_conversation), with no tokenizer or template path of its own (docs/trainers.md)")
 CLASS_PREFIX = "trainer:"  # a trainer divergence's class among a verdict's classes
 SYSTEM_PROMPT_ADDED = "system-prompt-added"
 EMPTY_REASONING_ADDED = "empty-reasoning-added"
@@ -77,6 +85,8 @@ def _templates() -> list[str]:
 def trainer_name(spec: str, field: str = "--tokfidelity-trainer") -> str:
     """The name a record gives the trainer ``spec`` names, with its version; a TrainerError when it names none."""
     kind, _, template = spec.partition(":")
+    if kind == SPECULATORS:
+        raise TrainerError(SPECULATORS_NEEDS_SERVER, field=field)
     if kind != SPECFORGE or not template:
         raise TrainerError(f"expected specforge:TEMPLATE (SpecForge's chat templates), got {spec!r}", field=field)
     try:
@@ -90,38 +100,106 @@ def trainer_name(spec: str, field: str = "--tokfidelity-trainer") -> str:
     return f"{SPECFORGE} {version('specforge')}:{template}"
 
 
-def load_trainer(spec: str, tokenizer_location: str) -> Trainer:
-    """The trainer ``spec`` names, over the transformers tokenizer in ``tokenizer_location``."""
+def load_trainer(spec: str, tokenizer_location: str, template_kwargs: Mapping[str, Any] | None = None) -> Trainer:
+    """The trainer ``spec`` names, over the transformers tokenizer in ``tokenizer_location``; ``template_kwargs``
+    go to the chat template as SpecForge's per-conversation keyword arguments (none: its defaults)."""
     name = trainer_name(spec)
     from pathlib import Path
 
     from .model_files import FolderCodeRefused, refuse_folder_code
 
+    tokenizer = None
     try:
         if Path(tokenizer_location).is_dir():
             refuse_folder_code(tokenizer_location)
     except FolderCodeRefused as e:
-        raise TrainerError(f"SpecForge needs a transformers tokenizer; {e.message}", field="tokenizer") from None
+        tokenizer = pinned_class_tokenizer(Path(tokenizer_location), e.message)
     from specforge.data.preprocessing import preprocess_conversations
     from specforge.data.template import TEMPLATE_REGISTRY
+
+    if tokenizer is None:
+        tokenizer = _transformers_tokenizer(tokenizer_location)
+    template = TEMPLATE_REGISTRY.get(spec.partition(":")[2])
+
+    def build(messages, tools, message):
+        conversation = [*messages, {"role": "assistant", **message}]
+        extra = {k: [v] for k, v in (template_kwargs or {}).items()}  # one value per conversation
+        out = preprocess_conversations(tokenizer, [conversation], template, max_length=1 << 20, tools=[list(tools or [])],
+                                       **extra)
+        return out["input_ids"][0][0].tolist(), out["loss_mask"][0][0].tolist()
+
+    return Trainer(name + "".join(f" {k}={v!r}" for k, v in (template_kwargs or {}).items()), build)
+
+
+def _transformers_tokenizer(tokenizer_location: str):
     from transformers import AutoTokenizer
 
     from .model_files import transformers_source
 
     try:
         with transformers_source(tokenizer_location) as (folder, kwargs):  # a GGUF file alone, or a checked folder
-            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
+            return AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
     except (OSError, ValueError) as e:  # not a transformers tokenizer (a bare tiktoken encoding)
         raise TrainerError(f"SpecForge needs a transformers tokenizer; transformers cannot load one from "
                            f"{tokenizer_location} ({type(e).__name__}: {str(e).splitlines()[0][:160]})", field="tokenizer") from None
-    template = TEMPLATE_REGISTRY.get(spec.partition(":")[2])
 
-    def build(messages, tools, message):
-        conversation = [*messages, {"role": "assistant", **message}]
-        out = preprocess_conversations(tokenizer, [conversation], template, max_length=1 << 20, tools=[list(tools or [])])
-        return out["input_ids"][0][0].tolist(), out["loss_mask"][0][0].tolist()
 
-    return Trainer(name, build)
+# The model repositories' own tokenizer classes a trainer may run: each file by its sha256, loaded as a module
+# by path (never through trust_remote_code, never from the model folder's auto_map). The file is the user's
+# copy, named by TOKENIZER_CLASS_ENV; its text is never edited (the sha256 is the check).
+TOKENIZER_CLASS_ENV = "TOKFIDELITY_TOKENIZER_CLASS"
+PINNED_CLASSES = {  # sha256 -> (file, class): Moonshot's Kimi tokenizer class (K2 generation)
+    "30ee74ac117c1478905dd4e7e52d17fbb286789ad451163d722485ec98cd1280": ("tokenization_kimi.py", "TikTokenTokenizer"),
+}
+_CONFIG_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "additional_special_tokens", "added_tokens_decoder")
+
+
+def pinned_class_tokenizer(folder: Path, refused: str):
+    """The tokenizer of a folder whose config names its own class, built by a pinned copy of that class.
+
+    ``TOKFIDELITY_TOKENIZER_CLASS`` names the file; its sha256 must be one of ``PINNED_CLASSES``. The class is
+    built as ``from_pretrained`` would build it: the folder's vocabulary file, its special tokens from
+    ``tokenizer_config.json``, its ``chat_template.jinja``."""
+    import hashlib
+    import importlib.util
+    import json
+    import os
+    import sys
+
+    path = os.environ.get(TOKENIZER_CLASS_ENV)
+    if not path:
+        raise TrainerError(f"SpecForge needs a transformers tokenizer; {refused}. To run the model repository's own "
+                           f"class instead, set {TOKENIZER_CLASS_ENV} to its file (sha256-pinned: "
+                           f"{', '.join(f for f, _ in PINNED_CLASSES.values())})", field="tokenizer")
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as e:
+        raise TrainerError(f"{path}: cannot read it ({e.strerror})", field=TOKENIZER_CLASS_ENV) from None
+    if digest not in PINNED_CLASSES:
+        raise TrainerError(f"{path}: sha256 {digest} is none of the pinned tokenizer classes; refusing to run it",
+                           field=TOKENIZER_CLASS_ENV)
+    _, class_name = PINNED_CLASSES[digest]
+    import transformers.tokenization_python as slow  # transformers 5 moved tokenization_utils; the file imports the old name
+    import transformers.models.gpt2.tokenization_gpt2 as gpt2
+    from tokenizers import AddedToken
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    sys.modules.setdefault("transformers.tokenization_utils", slow)
+    if not hasattr(gpt2, "bytes_to_unicode"):  # moved in transformers 5 as well
+        gpt2.bytes_to_unicode = bytes_to_unicode
+    spec = importlib.util.spec_from_file_location(f"tokfidelity_pinned_{digest[:12]}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    kwargs = {k: config[k] for k in _CONFIG_KEYS if k in config}
+    fields = ("content", "single_word", "lstrip", "rstrip", "normalized", "special")
+    if "added_tokens_decoder" in kwargs:  # as from_pretrained hands them over: int ids, AddedToken values
+        kwargs["added_tokens_decoder"] = {int(i): AddedToken(**{k: v for k, v in t.items() if k in fields})
+                                          for i, t in kwargs["added_tokens_decoder"].items()}
+    tokenizer = getattr(module, class_name)(vocab_file=str(folder / "tiktoken.model"), **kwargs)
+    if (folder / "chat_template.jinja").is_file():
+        tokenizer.chat_template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
+    return tokenizer
 
 
 def assistant_message(response: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,13 +230,15 @@ def _contains(big: Sequence[int], small: Sequence[int]) -> int | None:
 def _output_classes(golden: Sequence[int], span: Sequence[int], tokenizer, profile) -> list[str]:
     out: list[str] = []
     gtext, stext = tokenizer.decode(golden), tokenizer.decode(span)
-    if re.search(r"<think>\s*</think>", stext) and not re.search(r"<think>\s*</think>", gtext):
-        out.append(EMPTY_REASONING_ADDED)
     think_end = profile.ids.get("think_end")
+    reasoning = ""
     if think_end is not None and think_end in golden:
         reasoning = tokenizer.decode(golden[: golden.index(think_end)]).replace("<think>", "").strip()
-        if reasoning and reasoning not in stext:
-            out.append(REASONING_DROPPED)
+    empty = re.compile(r"<think>\s*</think>")
+    if empty.search(stext) and not empty.search(gtext) and not reasoning:  # an empty block in place of reasoning: dropped
+        out.append(EMPTY_REASONING_ADDED)
+    if reasoning and reasoning not in stext:
+        out.append(REASONING_DROPPED)
     stop = profile.stop_ids
     if golden and golden[-1] in stop and golden[-1] not in span:  # missing, or another stop token in its place
         out.append(STOP_OUTSIDE_MASK)
