@@ -17,6 +17,9 @@ class Decode:
     # "incremental" is vLLM's, which holds back an incomplete character at the end of the output.
     detokenizer: str = "whole"
     skip_special_tokens: bool = False
+    # vLLM: skip_special_tokens when the request declares no tools or sets tool_choice "none" (the tool
+    # parser's adjust_request then leaves the request's default); None: the same as with tools.
+    skip_without_tools: bool | None = None
     # vLLM's default; it puts spaces only where the tokenizer *class* decodes through Python
     # (transformers' slow path: Kimi's TikTokenTokenizer), around the class's special tokens.
     spaces_between_special_tokens: bool = False
@@ -48,6 +51,9 @@ class Assembly:
     # (vLLM: null from a parser that found nothing to say, "" from one that passed an empty text through).
     empty_content: str | None = ""
     content_as_parsed: bool = False
+    # vLLM's chat endpoint for tool_choice "required" / a named tool: content "" when empty, finish_reason
+    # "tool_calls" after any stop for "required", the engine's own for a named tool.
+    forced_choice_rules: bool = False
     # SGLang before PR #24251: .strip() on the reasoning and on the text after it.
     strip_reasoning_split: bool = False
 
@@ -91,7 +97,7 @@ def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops
 
 def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_tokens: bool = False,
          class_special: tuple[str, ...] | None = None, class_ordinary: tuple[str, ...] = (),
-         leading_space: bool = False) -> View:
+         leading_space: bool = False, skip_without_tools: bool | None = True) -> View:
     """vLLM 0.32.0 serving with these parsers, a request declaring tools (``tool_choice`` auto): its
     incremental detokenizer (``skip_special_tokens`` as the parsers' ``adjust_request`` leaves it,
     ``spaces_between_special_tokens`` on, its default), the matched stop not decoded; the message built
@@ -99,9 +105,9 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     (null, or the detokenized text passed through), a call's id
     the parser's or ``chatcmpl-tool-<random>``, ``finish_reason`` "tool_calls" whenever calls were parsed,
     also after a length cut."""
-    decode = Decode("incremental", skip_special_tokens, True, class_special, class_ordinary, leading_space)
+    decode = Decode("incremental", skip_special_tokens, skip_without_tools, True, class_special, class_ordinary, leading_space)
     assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
-                        tool_calls_finish_over_length=True, content_as_parsed=True)
+                        tool_calls_finish_over_length=True, content_as_parsed=True, forced_choice_rules=True)
     return View("vllm", VLLM_VERSION, reasoning, tool, decode, assembly)
 
 

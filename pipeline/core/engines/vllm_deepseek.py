@@ -6,12 +6,15 @@ name and arguments verbatim; the regex does not cross lines (no DOTALL), so a ca
 span lines is lost; a call whose type is not ``function`` fails validation and makes the whole text
 content, no calls. The content is the text before ``<｜tool▁calls▁begin｜>``, unstripped, null when empty
 (also when no call matched). The request keeps ``skip_special_tokens`` on; the tool markers are not
-special tokens of the class, so they stay in the text.
+special tokens of the class, so they stay in the text. With ``tool_choice`` ``none`` (or no tools declared)
+the parser is not run. No schema correction.
 """
 
 from __future__ import annotations
 
 import re
+
+from .request import ASSUMED, NONE
 
 __all__ = ["DeepSeekV3Tools"]
 
@@ -25,8 +28,8 @@ class DeepSeekV3Tools:
         b, s, e = re.escape(t["tool_call_begin"]), re.escape(t["tool_sep"]), re.escape(t["tool_call_end"])
         self.regex = re.compile(f"{b}(?P<type>.*){s}(?P<function_name>.*)\n```json\n(?P<function_arguments>.*)\n```{e}")
 
-    def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, None]]]:
-        if text is None or self.begin not in text:  # DelegatingParser passes the content on unchanged (null stays null)
+    def __call__(self, text: str | None, request=ASSUMED) -> tuple[str | None, list[tuple[str, str, None]]]:
+        if text is None or self.begin not in text or request.choice == NONE:  # DelegatingParser passes the content on unchanged (null stays null)
             return text, []
         calls = []
         for kind, name, arguments in self.regex.findall(text):

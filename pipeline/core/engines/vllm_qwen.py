@@ -10,7 +10,8 @@
   ``<tool_call>(.*?)</tool_call>`` (or an unclosed ``<tool_call>(.*)``) body is ``json.loads``ed and must
   be an object with ``name`` and ``arguments``, re-serialised ``json.dumps(..., ensure_ascii=False)``;
   the content is the text before the first ``<tool_call>``, unstripped (null when only whitespace). Any body that fails makes the
-  whole text content, no calls.
+  whole text content, no calls. With ``tool_choice`` ``none`` (or no tools declared) the parser is not
+  run: the content passes unchanged. No schema correction: the arguments are the model's JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 
+from .request import ASSUMED, NONE
 from .vllm_decode import class_special_texts
 from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass
 
@@ -57,7 +59,7 @@ class Qwen3Reasoning:
         self.config = _config(profile, class_special_texts(view.decode, tokenizer))
         self.think_begin = profile.texts["think_begin"]
 
-    def __call__(self, text: str) -> tuple[str | None, str | None]:
+    def __call__(self, text: str, request=ASSUMED) -> tuple[str | None, str | None]:
         if not text.startswith(self.think_begin):  # thinking off: the parser returns the text as it is
             return None, text
         return reasoning_pass(text, self.config, thinking=True)
@@ -72,8 +74,8 @@ class HermesTools:
         b, e = re.escape(t["tool_call_begin"]), re.escape(t["tool_call_end"])
         self.regex = re.compile(f"{b}(.*?){e}|{b}(.*)", re.DOTALL)
 
-    def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, None]]]:
-        if text is None or self.begin not in text:  # DelegatingParser passes the content on unchanged (null stays null)
+    def __call__(self, text: str | None, request=ASSUMED) -> tuple[str | None, list[tuple[str, str, None]]]:
+        if text is None or self.begin not in text or request.choice == NONE:  # DelegatingParser passes the content on unchanged (null stays null)
             return text, []
         try:
             calls = []
