@@ -36,8 +36,7 @@ def judged():
     if reason:
         pytest.skip(reason)
     groups = all_groups()
-    responses = vllm_responses([(g.setup, [{"ids": ids, "finish": finish, "tools": True}
-                                           for ids, finish in g.cases.values()]) for g in groups])
+    responses = vllm_responses([(g.setup, [g.driver_case(name) for name in g.cases]) for g in groups])
     return [(g, dict(zip(g.cases, r))) for g, r in zip(groups, responses)]
 
 
@@ -57,9 +56,10 @@ def disagreements(group, responses) -> list[str]:
     for name, (ids, finish) in group.cases.items():
         engine = responses[name]
         assert "error" not in engine, f"{group.family} {name}: vLLM failed: {engine['error']}"
-        view = api_view(ids, finish, group.profile, group.tokenizer, "vllm")
+        view = api_view(ids, finish, group.profile, group.tokenizer, "vllm", group.request(name))
         if comparable(view) != comparable(engine):
-            bad.append(f"{name} ({finish}) text {engine['text']!r}\n   view {comparable(view)!r}\n   vLLM {comparable(engine)!r}")
+            bad.append(f"{name} ({finish}) request {group.requests.get(name, 'default')!r}\n   text {engine['text']!r}\n"
+                       f"   view {comparable(view)!r}\n   vLLM {comparable(engine)!r}")
     return bad
 
 
@@ -69,7 +69,7 @@ def test_every_vllm_case_agrees_with_vllm(judged):
         bad = disagreements(group, responses)
         if bad:
             report.append(f"{group.family} {group.setup.get('chat_template_kwargs')}: {len(bad)}/{len(group.cases)} "
-                          "disagree:\n" + "\n".join(bad[:6]))
+                          "disagree:\n" + "\n".join(bad[:8]))
     assert not report, "\n\n".join(report)
 
 

@@ -148,7 +148,10 @@ def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tok
             if bound.assembly.strip_reasoning_split:
                 reasoning, content = (reasoning or "").strip(), content.strip()
         if bound.tools is not None:
+            blank = not (content and content.strip())  # what the tool parser is given
             content, calls = bound.tools(content, request)
+            if blank and not calls and bound.assembly.forced_choice_rules and request.choice in (REQUIRED, NAMED):
+                content = None
     cut = normalize_finish_reason(finish_reason) == "length"
     return _assemble(bound.assembly, reasoning, content, calls, cut, request), data
 
@@ -156,7 +159,7 @@ def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tok
 def _assemble(assembly, reasoning, content, calls, cut: bool, request: Request = ASSUMED):
     """The message as the engine's chat endpoint builds it from the parsers' results, for this request's
     ``tool_choice``: ``none`` sends no calls; with vLLM, ``required`` and a named tool send the content as
-    "" when empty, and ``finish_reason`` "tool_calls" for ``required`` whenever the engine stopped (calls
+    "" when empty (also when the tool parser, given only whitespace, parsed no call), and ``finish_reason`` "tool_calls" for ``required`` whenever the engine stopped (calls
     or not), the engine's own for a named tool."""
     choice = request.choice
     if choice == NONE:

@@ -1,7 +1,8 @@
 """The differential cases for the ``vllm`` views: per family, the behaviours issue 21 names as named
 cases, plus 400 random outputs (markers written as plain text, whitespace around every marker,
-non-ASCII and multi-line arguments, length cuts, several calls), each with the driver set-up that
-serves it. Built with the real tokenizers; shared by the vLLM differential test and the test that
+non-ASCII and multi-line arguments, length cuts, several calls), plus 400 random schema-bearing
+requests (``schemas``: typed tool parameters, ``tool_choice`` auto/none/required/named, no tools)
+with calls whose arguments stress them, each with the driver set-up that serves it. Built with the real tokenizers; shared by the vLLM differential test and the test that
 runs every diverging case through diagnosis."""
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from sglang_support import family_outputs as fo
 from sglang_support import kimi_outputs as ko
 
 from . import setup_for
+from .schemas import random_arguments, random_request
 
 RANDOM = 400
+SCHEMA = 400
+TOOL_NAMES = ("get_weather", "search", "read_file", "book.flight", "run-cmd")
 
 
 @dataclass
@@ -28,7 +32,49 @@ class Group:
     tokenizer: object
     setup: dict
     cases: dict[str, tuple[list[int], str]] = field(default_factory=dict)
+    # name -> (the request's tools or None, its tool_choice or None); a case not here declares the
+    # driver's default tools (no schemas) with tool_choice auto
+    requests: dict[str, tuple[list | None, object]] = field(default_factory=dict)
 
+    def request(self, name: str):
+        """The case's request as the views take it."""
+        from pipeline.core.engines.request import Request, request_of
+
+        if name not in self.requests:  # the driver's default tools: every name the cases call, no schemas
+            return Request(None, None, dict(self.setup.get("chat_template_kwargs") or {}), any_tool=True)
+        tools, choice = self.requests[name]
+        return request_of(tools, choice, self.setup.get("chat_template_kwargs"))
+
+    def driver_case(self, name: str) -> dict:
+        ids, finish = self.cases[name]
+        if name not in self.requests:
+            return {"ids": ids, "finish": finish, "tools": True}
+        tools, choice = self.requests[name]
+        return {"ids": ids, "finish": finish, "tools": tools or False, "tool_choice": choice}
+
+
+def add_schema_cases(g: Group, rng: random.Random, write, n: int = SCHEMA) -> None:
+    """``n`` cases ``schema-K``: a random request with typed tools, and an output ``write(calls, rng)``
+    makes from 0-3 calls ((name, arguments text)) to its tools (now and then to an undeclared one);
+    a quarter cut at a random length."""
+    for k in range(n):
+        tools, sent, choice = random_request(rng, TOOL_NAMES)
+        calls = []
+        for _ in range(rng.choice((0, 1, 1, 1, 2, 3))):
+            tool = rng.choice(tools)
+            name = tool["function"]["name"] if rng.random() < 0.93 else "undeclared_tool"
+            calls.append((name, random_arguments(rng, tool)))
+        ids = write(calls, rng)
+        finish = "stop"
+        if rng.random() < 0.25:
+            ids, finish = ids[: rng.randint(0, len(ids) - 1)], "length"
+        g.cases[f"schema-{k}"] = (ids, finish)
+        g.requests[f"schema-{k}"] = (sent, choice)
+
+
+def _texts(rng: random.Random) -> tuple[str, str]:
+    pool = ("", "Let me check.", " ", "\n", "I'll call the tool.\n", "中文 ok")
+    return rng.choice(pool), rng.choice(pool)
 
 def _group(profile_name: str, folder: str, prompt: str, **kwargs) -> Group:
     tokenizer = load_tokenizer(folder)
@@ -65,7 +111,16 @@ def kimi_k25() -> Group:
     rng = random.Random(2112501)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = ko.random_output(t, p, rng)
+    add_schema_cases(g, random.Random(3312501), _kimi_writer(g))
     return g
+
+
+def _kimi_writer(g: Group):
+    def write(calls, rng):
+        reasoning, content = _texts(rng)
+        heads = [(f"functions.{name}:{i}" if rng.random() < 0.9 else str(i), args) for i, (name, args) in enumerate(calls)]
+        return ko.kimi_ids(g.tokenizer, g.profile, reasoning or "r", content, heads, between=rng.choice(("", "\n")))
+    return write
 
 
 def kimi_k2() -> Group:
@@ -73,6 +128,7 @@ def kimi_k2() -> Group:
     rng = random.Random(2112502)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = ko.random_output(g.tokenizer, g.profile, rng)
+    add_schema_cases(g, random.Random(3312502), _kimi_writer(g))
     return g
 
 
@@ -100,6 +156,12 @@ def qwen3(thinking: bool) -> Group:
         if on == thinking:
             g.cases[f"random-{n}"] = (ids, finish)
             n += 1
+
+    def write(calls, rng):
+        _, content = _texts(rng)
+        return fo.qwen3_ids(t, p, r, content, [fo.qwen3_call(name, args) for name, args in calls])
+
+    add_schema_cases(g, random.Random(3312503 + thinking), write)
     return g
 
 
@@ -122,6 +184,12 @@ def deepseek_v3() -> Group:
     rng = random.Random(2112504)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = fo.random_deepseek(t, p, rng)
+
+    def write(calls, rng):
+        _, content = _texts(rng)
+        return fo.deepseek_ids(t, p, content, [fo.deepseek_call(name, args) for name, args in calls])
+
+    add_schema_cases(g, random.Random(3312504), write)
     return g
 
 
@@ -137,6 +205,8 @@ def chatml() -> Group:
     for n in range(RANDOM):
         ids = t.encode_ordinary(_random_text(rng, CHATML_POOL)) + [p.stop_id]
         g.cases[f"random-{n}"] = (ids[: rng.randint(0, len(ids) - 1)], "length") if rng.random() < 0.3 else (ids, "stop")
+    add_schema_cases(g, random.Random(3312505),
+                     lambda calls, rng: t.encode_ordinary(_random_text(rng, CHATML_POOL) + "".join(a for _, a in calls)) + [p.stop_id])
     return g
 
 
@@ -159,6 +229,12 @@ def gpt_oss() -> Group:
     rng = random.Random(2112506)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = go.random_output(gen, rng)
+
+    def write(calls, rng):
+        reasoning, content = _texts(rng)
+        return gen.turn(reasoning or "r", content or None, calls)
+
+    add_schema_cases(g, random.Random(3312506), write)
     return g
 
 

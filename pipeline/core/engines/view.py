@@ -97,7 +97,7 @@ def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops
 
 def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_tokens: bool = False,
          class_special: tuple[str, ...] | None = None, class_ordinary: tuple[str, ...] = (),
-         leading_space: bool = False, skip_without_tools: bool | None = True) -> View:
+         leading_space: bool = False) -> View:
     """vLLM 0.32.0 serving with these parsers, a request declaring tools (``tool_choice`` auto): its
     incremental detokenizer (``skip_special_tokens`` as the parsers' ``adjust_request`` leaves it,
     ``spaces_between_special_tokens`` on, its default), the matched stop not decoded; the message built
@@ -105,6 +105,9 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     (null, or the detokenized text passed through), a call's id
     the parser's or ``chatcmpl-tool-<random>``, ``finish_reason`` "tool_calls" whenever calls were parsed,
     also after a length cut."""
+    # A reasoning parser built on vLLM's parser engine turns skip_special_tokens off for every request;
+    # a tool parser alone only for a request with tools and tool_choice other than "none".
+    skip_without_tools = None if reasoning is not None else True
     decode = Decode("incremental", skip_special_tokens, skip_without_tools, True, class_special, class_ordinary, leading_space)
     assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
                         tool_calls_finish_over_length=True, content_as_parsed=True, forced_choice_rules=True)

@@ -1,8 +1,8 @@
 """vLLM 0.32.0 serving Qwen3, restated: ``--reasoning-parser qwen3 --tool-call-parser hermes``.
 
 * Reasoning (``vllm/parser/qwen3.py`` through the parser engine, see ``vllm_engine``), only with
-  thinking on (the request's ``enable_thinking``; taken to be on exactly when the output opens
-  ``<think>``, as the model does then): ``<think>`` dropped, ``</think>`` ends the reasoning (a later
+  thinking on (the request's ``enable_thinking``, default on; when the request is not known, taken to
+  be on exactly when the output opens ``<think>``, as the model does then); the text starts as reasoning: ``<think>`` dropped, ``</think>`` ends the reasoning (a later
   ``</think>`` is deleted), so does ``<tool_call>`` (its text stays in the content); whitespace kept;
   the literal text of the tokenizer class's special tokens (``<|im_end|>``, ``<|endoftext|>``, ...)
   deleted. With thinking off the text is all content, untouched.
@@ -60,7 +60,10 @@ class Qwen3Reasoning:
         self.think_begin = profile.texts["think_begin"]
 
     def __call__(self, text: str, request=ASSUMED) -> tuple[str | None, str | None]:
-        if not text.startswith(self.think_begin):  # thinking off: the parser returns the text as it is
+        on = request.template_flag("enable_thinking")
+        if on is None:  # the request does not say: the output opens <think> exactly when thinking is on
+            on = text.startswith(self.think_begin)
+        if not on:  # thinking off: the parser returns the text as it is
             return None, text
         return reasoning_pass(text, self.config, thinking=True)
 
