@@ -72,6 +72,20 @@ def add_schema_cases(g: Group, rng: random.Random, write, n: int = SCHEMA) -> No
         g.requests[f"schema-{k}"] = (sent, choice)
 
 
+# Kimi K2.5 calls to a tool typed n: number, i: integer, b: boolean, o: integer or null (issue 33's values).
+SCHEMA_NAMED = {
+    "number-integral-float-becomes-int": '{"n": 5.0, "s": "x"}',
+    "number-exponent-becomes-int": '{"n":1e3}',
+    "number-negative-zero-becomes-0": '{"n": -0.0}',
+    "number-above-2-53-rounded": '{"n": 9007199254740993}',
+    "integer-written-as-string": '{"i": "5"}',
+    "integer-written-as-float-verbatim": '{"i":5.0}',
+    "boolean-written-as-1": '{"b": 1}',
+    "nullable-written-as-string-null": '{"o": "null"}',
+    "untyped-key-verbatim": '{"zz":5.0}',
+}
+
+
 def _texts(rng: random.Random) -> tuple[str, str]:
     pool = ("", "Let me check.", " ", "\n", "I'll call the tool.\n", "中文 ok")
     return rng.choice(pool), rng.choice(pool)
@@ -111,6 +125,17 @@ def kimi_k25() -> Group:
     rng = random.Random(2112501)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = ko.random_output(t, p, rng)
+    typed = [{"type": "function", "function": {"name": "get", "parameters": {"type": "object", "properties": {
+        "n": {"type": "number"}, "i": {"type": "integer"}, "b": {"type": "boolean"}, "o": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}}}]
+    for name, args in SCHEMA_NAMED.items():
+        g.cases[name] = (k("r", "", [call("get", args)]), "stop")
+        g.requests[name] = (typed, "auto")
+    g.cases["tool-choice-none-suppresses"] = (k("r", "c", [call("get", '{"n": 1}')]), "stop")
+    g.requests["tool-choice-none-suppresses"] = (typed, "none")
+    g.cases["tool-choice-named-finish"] = (k("r", "", [call("get", '{"n": 1}')]), "stop")
+    g.requests["tool-choice-named-finish"] = (typed, {"type": "function", "function": {"name": "get"}})
+    g.cases["tool-choice-required-no-call"] = (k("r", "Just text."), "stop")
+    g.requests["tool-choice-required-no-call"] = (typed, "required")
     add_schema_cases(g, random.Random(3312501), _kimi_writer(g))
     return g
 
