@@ -41,13 +41,18 @@ def setup_for(view, tokenizer_folder: str, prompt_ids, stop_ids, chat_template_k
     return setup
 
 
-def vllm_responses(groups: list[tuple[dict, list[dict]]], timeout: float = 1800) -> list[list[dict]]:
-    """vLLM's response for each case of each (set-up, cases) group, in order."""
+def vllm_responses(groups: list[tuple[dict, list[dict]]], timeout: float = 1800, *, python: str | Path = PYTHON,
+                   overlay: str | Path | None = None) -> list[list[dict]]:
+    """vLLM's response for each case of each (set-up, cases) group, in order. ``python``: the engine
+    environment's interpreter; ``overlay``: a folder put first on its path (another release's Python
+    files over that environment, as ``scripts/record-engine-responses`` uses it)."""
     job = {"groups": [{"setup": setup, "cases": cases} for setup, cases in groups]}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false",
                VLLM_LOGGING_LEVEL="ERROR")
-    done = subprocess.run([str(PYTHON), str(DRIVER)], input=json.dumps(job), capture_output=True, text=True,
+    if overlay is not None:
+        env["PYTHONPATH"] = str(overlay)
+    done = subprocess.run([str(python), str(DRIVER)], input=json.dumps(job), capture_output=True, text=True,
                           timeout=timeout, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"vLLM driver failed ({done.returncode}):\n{done.stderr[-4000:]}")
