@@ -1,4 +1,5 @@
-"""The ``vllm`` views agree with vLLM 0.32.0's own code, run offline on the same ids (no model).
+"""The views of the installed vLLM release (0.32.0: ``vllm-0.32``) agree with its own code, run offline on
+the same ids (no model); ``test_engine_releases.py`` checks every view against every recorded release.
 
 For each family (kimi-k2.5, kimi-k2, qwen3 with thinking on and off, deepseek-v3, chatml, gpt-oss) the named
 cases of issue 21's behaviours, 400 random outputs and 400 random schema-bearing requests (typed tool
@@ -24,6 +25,7 @@ import re
 import pytest
 
 from pipeline.core.views import api_view
+from vllm_support import INSTALLED, view_for
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +61,7 @@ def disagreements(group, responses) -> list[str]:
     for name, (ids, finish) in group.cases.items():
         engine = responses[name]
         assert "error" not in engine, f"{group.family} {name}: vLLM failed: {engine['error']}"
-        view = api_view(ids, finish, group.profile, group.tokenizer, "vllm", group.request(name))
+        view = api_view(ids, finish, group.profile, group.tokenizer, view_for(group.profile, INSTALLED), group.request(name))
         if comparable(view) != comparable(engine):
             bad.append(f"{name} ({finish}) request {group.requests.get(name, 'default')!r}\n   text {engine['text']!r}\n"
                        f"   view {comparable(view)!r}\n   vLLM {comparable(engine)!r}")
@@ -96,7 +98,8 @@ def test_schema_bearing_requests_change_responses(judged):
         assert len(names) >= 400, group.family
         choices = {str(group.requests[n][1]) for n in names}
         assert {"none", "required", "None", "auto"} <= choices, choices
-        differs = sum(comparable(responses[n]) != comparable(api_view(*group.cases[n], group.profile, group.tokenizer, "vllm", ASSUMED))
+        view = view_for(group.profile, INSTALLED)
+        differs = sum(comparable(responses[n]) != comparable(api_view(*group.cases[n], group.profile, group.tokenizer, view, ASSUMED))
                       for n in names)
         assert differs >= (10 if group.family == "chatml" else 40), (group.family, differs)
         if group.family.startswith("kimi"):
@@ -104,7 +107,7 @@ def test_schema_bearing_requests_change_responses(judged):
                 c["function"]["arguments"] != d["function"]["arguments"]
                 for n in names if responses[n]["tool_calls"] and str(group.requests[n][1]) in ("auto", "None")
                 for c, d in zip(responses[n]["tool_calls"],
-                                api_view(*group.cases[n], group.profile, group.tokenizer, "vllm", ASSUMED)["tool_calls"] or [])
+                                api_view(*group.cases[n], group.profile, group.tokenizer, view, ASSUMED)["tool_calls"] or [])
             )
             assert coerced >= 40, (group.family, coerced)
 

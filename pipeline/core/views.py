@@ -159,8 +159,9 @@ def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tok
 def _assemble(assembly, reasoning, content, calls, cut: bool, request: Request = ASSUMED):
     """The message as the engine's chat endpoint builds it from the parsers' results, for this request's
     ``tool_choice``: ``none`` sends no calls; with vLLM, ``required`` and a named tool send the content as
-    "" when empty (also when the tool parser, given only whitespace, parsed no call), and ``finish_reason`` "tool_calls" for ``required`` whenever the engine stopped (calls
-    or not), the engine's own for a named tool."""
+    "" when empty (also when the tool parser, given only whitespace, parsed no call), and ``finish_reason``
+    "tool_calls" for ``required`` when the engine stopped (0.32 also without a call), the engine's own
+    for a named tool."""
     choice = request.choice
     if choice == NONE:
         calls = []
@@ -172,7 +173,8 @@ def _assemble(assembly, reasoning, content, calls, cut: bool, request: Request =
         ]
     forced = assembly.forced_choice_rules and choice in (REQUIRED, NAMED)
     if forced:
-        finish = "length" if cut else ("tool_calls" if choice == REQUIRED else "stop")
+        required = choice == REQUIRED and (bool(calls) or assembly.required_finish_without_calls)
+        finish = "length" if cut else ("tool_calls" if required else "stop")
         return reasoning or None, content or "", calls, finish
     if calls and (not cut or assembly.tool_calls_finish_over_length):
         finish = "tool_calls"

@@ -15,7 +15,17 @@ from pathlib import Path
 
 from servers.vllm_server import PYTHON, unavailable
 
-__all__ = ["KIMI_CLASS", "KIMI_CLASS_SHA256", "unavailable", "vllm_responses", "setup_for"]
+__all__ = ["KIMI_CLASS", "KIMI_CLASS_SHA256", "unavailable", "vllm_responses", "setup_for", "view_for", "INSTALLED"]
+
+INSTALLED = "0.32.0"  # the vLLM release .venv-vllm holds (requirements/vllm.txt)
+
+
+def view_for(profile, version: str, engine: str = "vllm") -> str:
+    """The name of the profile's view that stands for this engine release."""
+    names = [n for n, v in profile.spec.views.items() if v.engine == engine and v.version == version]
+    if not names:
+        raise LookupError(f"profile {profile.name} has no view for {engine} {version}; its views: {', '.join(profile.spec.views)}")
+    return names[0]
 
 DRIVER = Path(__file__).with_name("driver.py")
 SHARED = Path(__file__).resolve().parents[3] / "shared"

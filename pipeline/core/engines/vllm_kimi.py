@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from .request import ASSUMED, NONE
+from .view import release
 from .vllm_schema import fix_arg_types
 from .vllm_decode import class_special_texts
 from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass, tool_pass
@@ -86,7 +87,7 @@ class KimiK2Tools:
         drop = class_special_texts(view.decode, tokenizer)
         on = view.reasoning_parser is not None
         self.configs = {True: _config(profile, drop, on), False: _config(profile, drop, False) if on else None}
-        self.int_first = False  # vLLM 0.32: a number is float()ed first
+        self.int_first = release(view.version) >= (0, 33)  # 0.32 float()s a number first
 
     def __call__(self, text: str | None, request=ASSUMED) -> tuple[str | None, list[tuple[str, str, str]]]:
         config = self.configs[True] if self.configs[False] is None or thinking(request) else self.configs[False]
