@@ -1,4 +1,4 @@
-"""vLLM 0.32.0's ``deepseek_v3`` tool-call parser, restated (``tool_parsers/deepseekv3_tool_parser.py``).
+"""vLLM's ``deepseek_v3`` tool-call parser (0.32.0, and 0.33.0 where said), restated (``tool_parsers/deepseekv3_tool_parser.py``).
 
 With ``<｜tool▁calls▁begin｜>`` in the text, each match of
 ``<｜tool▁call▁begin｜>(TYPE.*)<｜tool▁sep｜>(NAME.*)\\n```json\\n(ARGS.*)\\n```<｜tool▁call▁end｜>`` is a call,
@@ -8,7 +8,7 @@ content, no calls. The content is the text before ``<｜tool▁calls▁begin｜>
 (also when no call matched). The request keeps ``skip_special_tokens`` on; the tool markers are not
 special tokens of the class, so they stay in the text. With ``tool_choice`` ``none`` (or no tools declared)
 the parser is not run. No schema correction. vLLM 0.33 (``release(view.version)``): the arguments may span
-lines (``[\s\S]*?``), and the text after the last ``<｜tool▁calls▁end｜>`` is appended to the content.
+lines (``[\\s\\S]*?``), and the text after the last ``<｜tool▁calls▁end｜>`` is appended to the content.
 """
 
 from __future__ import annotations
