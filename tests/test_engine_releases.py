@@ -72,3 +72,21 @@ def test_the_releases_differ_where_their_code_does(recorded):
     assert lost_old["tool_calls"] is None and lost_new["tool_calls"][0]["function"]["name"] == "get_weather"
     changed = sum(old[g][n]["response"] != new[g][n]["response"] for g in old for n in old[g])
     assert changed >= 50, changed
+
+
+def test_records_name_the_release_a_view_stands_for():
+    """results.json's per-view entries and gate records say which engine release each view stands for."""
+    from pipeline.core.names import view_release
+    from pipeline.reporting.results import dataset_entry
+
+    assert view_release("kimi-k2.5", "vllm") == f"vllm {VLLM_VERSION}"
+    assert view_release("kimi-k2.5", "vllm-0.32") == "vllm 0.32.0"
+    assert view_release("qwen3", "sglang") == "sglang 0.5.23"
+    assert view_release("qwen3", "sglang-legacy") is None and view_release("nope", "vllm") is None
+    counts = {"samples": 2, "exact": 2}
+    entry = dataset_entry(name="d", counts=counts, samples_total=2, profile="qwen3", tokenizer="qwen3",
+                          tokenizer_fingerprint=None, view="vllm", golden_files={}, accept={}, max_known_divergence_rate=0.0,
+                          gate_note="", problems=(), partial_reasons=(), wall_s=0.0,
+                          by_view={"vllm": counts, "vllm-0.32": counts, "sglang": counts})
+    assert {v: e.get("engine") for v, e in entry["by_view"].items()} == {
+        "vllm": f"vllm {VLLM_VERSION}", "vllm-0.32": "vllm 0.32.0", "sglang": "sglang 0.5.23"}

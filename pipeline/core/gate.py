@@ -23,6 +23,7 @@ from typing import Any
 
 from .decision import Completeness, Counts, Decision, decide
 from .files import open_input
+from .names import view_release
 from .pins import Pins, changed_files, file_sha256, golden_file_hashes, template_changes
 
 __all__ = [
@@ -506,6 +507,8 @@ def _pinned_fields(
         "profile": profile,
         **({"view": view} if isinstance(view, str) else {"view": view[0]} if len(view) == 1 else {}),
         "views": [view] if isinstance(view, str) else list(view),
+        # the engine release each view stands for ("vllm 0.33.0"): a view name follows the newest release
+        "view_releases": {v: view_release(profile, v) for v in ([view] if isinstance(view, str) else view)},
         "code_files": code,
         "libraries": libs,
         "code_fingerprint": _digest({**code, **{f"lib:{k}": v for k, v in libs.items()}}),
