@@ -61,7 +61,8 @@ def test_views_agree_with_the_recorded_release(release, groups, recorded):
 
 def test_the_releases_differ_where_their_code_does(recorded):
     """vLLM 0.32 -> 0.33, seen in the two recordings: a call cut by max_tokens ends "length" (was
-    "tool_calls"); a DeepSeek-V3 call whose arguments span lines is extracted (was lost)."""
+    "tool_calls"); a DeepSeek-V3 call whose arguments span lines is extracted (was lost); Qwen3 starts in
+    content when the prompt already closed the reasoning (was reasoning)."""
     old, new = recorded[("vllm", "0.32.0")]["groups"], recorded[("vllm", VLLM_VERSION)]["groups"]
     cut_old = old['kimi-k2.5 {}']["length-cut-after-complete-call"]["response"]
     cut_new = new['kimi-k2.5 {}']["length-cut-after-complete-call"]["response"]
@@ -70,6 +71,10 @@ def test_the_releases_differ_where_their_code_does(recorded):
     lost_old = old['deepseek-v3 {}']["multi-line-args-lost"]["response"]
     lost_new = new['deepseek-v3 {}']["multi-line-args-lost"]["response"]
     assert lost_old["tool_calls"] is None and lost_new["tool_calls"][0]["function"]["name"] == "get_weather"
+    closed = 'qwen3 {"enable_thinking": true} prompt closed reasoning'
+    start_old, start_new = old[closed]["starts-in-content"]["response"], new[closed]["starts-in-content"]["response"]
+    assert (start_old["reasoning"], start_old["content"]) == ("Answer.", None)  # 0.32: all reasoning
+    assert (start_new["reasoning"], start_new["content"]) == (None, "Answer.")  # 0.33: the prompt closed it
     changed = sum(old[g][n]["response"] != new[g][n]["response"] for g in old for n in old[g])
     assert changed >= 50, changed
 

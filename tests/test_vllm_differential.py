@@ -95,6 +95,8 @@ def test_schema_bearing_requests_change_responses(judged):
 
     for group, responses in judged:
         names = [n for n in group.cases if n.startswith("schema-")]
+        if group.label:  # a group for one prompt: no schema cases
+            continue
         assert len(names) >= 400, group.family
         choices = {str(group.requests[n][1]) for n in names}
         assert {"none", "required", "None", "auto"} <= choices, choices
@@ -114,7 +116,7 @@ def test_schema_bearing_requests_change_responses(judged):
 
 def test_the_named_behaviours_are_what_vllm_does(judged):
     """Issue 21's observations of vLLM 0.32.0, each seen here in vLLM's own output."""
-    r = {(g.family, str(g.setup.get("chat_template_kwargs"))): resp for g, resp in judged}
+    r = {(g.family, str(g.setup.get("chat_template_kwargs")) + g.label): resp for g, resp in judged}
     k25 = r[("kimi-k2.5", "{}")]
     assert (k25["reasoning-trailing-whitespace-stripped"]["reasoning"], k25["reasoning-trailing-whitespace-stripped"]["content"]) \
         == ("Think.", "Answer.")

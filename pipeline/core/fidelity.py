@@ -86,9 +86,9 @@ PROMPT_CLASS_PREFIX = "prompt:"  # a prompt divergence's class among a verdict's
 
 
 def sample_request(sample: GoldenSample):
-    """The request a golden sample records (its tools, tool_choice and chat template kwargs): what the
-    view's parsers read besides the text."""
-    return request_of(sample.tools, sample.tool_choice, sample.chat_template_kwargs)
+    """The request a golden sample records (its tools, tool_choice, chat template kwargs and prompt ids):
+    what the view's parsers read besides the text."""
+    return request_of(sample.tools, sample.tool_choice, sample.chat_template_kwargs, sample.prompt_ids)
 
 
 def _exact_verdict(sample_id: str, line: int, n_tokens: int, prompt: str = "") -> Verdict:

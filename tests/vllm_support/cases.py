@@ -35,15 +35,17 @@ class Group:
     # name -> (the request's tools or None, its tool_choice or None); a case not here declares the
     # driver's default tools (no schemas) with tool_choice auto
     requests: dict[str, tuple[list | None, object]] = field(default_factory=dict)
+    label: str = ""  # tells apart two groups of one family and template kwargs (a different prompt)
 
     def request(self, name: str):
         """The case's request as the views take it."""
         from pipeline.core.engines.request import Request, request_of
 
+        kwargs, prompt = dict(self.setup.get("chat_template_kwargs") or {}), self.setup["prompt_ids"]
         if name not in self.requests:  # the driver's default tools: every name the cases call, no schemas
-            return Request(None, None, dict(self.setup.get("chat_template_kwargs") or {}), any_tool=True)
+            return Request(None, None, kwargs, any_tool=True, prompt_ids=prompt)
         tools, choice = self.requests[name]
-        return request_of(tools, choice, self.setup.get("chat_template_kwargs"))
+        return request_of(tools, choice, kwargs, prompt)
 
     def driver_case(self, name: str) -> dict:
         ids, finish = self.cases[name]
@@ -190,6 +192,29 @@ def qwen3(thinking: bool) -> Group:
     return g
 
 
+def qwen3_prompt_closed() -> Group:
+    """Qwen3 with thinking on (the request's enable_thinking) but a prompt that already closed the reasoning
+    (``<think>\n\n</think>\n\n``, as continue_final_message or a template switching thinking off leaves it):
+    vLLM 0.32 parses the output as reasoning, 0.33 as content. Outputs written with thinking off."""
+    prompt = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    g = _group("qwen3", "qwen3", prompt, chat_template_kwargs={"enable_thinking": True})
+    g.label = "prompt closed reasoning"
+    t, p = g.tokenizer, g.profile
+    g.cases.update({
+        "starts-in-content": (fo.qwen3_ids(t, p, None, "Answer."), "stop"),
+        "literal-think-end": (fo.qwen3_ids(t, p, None, "Write </think> here."), "stop"),
+        "call": (fo.qwen3_ids(t, p, None, "c", [fo.qwen3_call("get", {"q": 1})]), "stop"),
+    })
+    rng = random.Random(2112507)
+    n = 0
+    while n < RANDOM:
+        ids, finish, on = fo.random_qwen3(t, p, rng)
+        if not on:
+            g.cases[f"random-{n}"] = (ids, finish)
+            n += 1
+    return g
+
+
 def deepseek_v3() -> Group:
     g = _group("deepseek-v3", "deepseek-v3", "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>")
     g.setup["model_type"] = "deepseek_v3"  # a served model's config.json: transformers then reads tokenizer.json as is
@@ -264,4 +289,4 @@ def gpt_oss() -> Group:
 
 
 def all_groups() -> list[Group]:
-    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), deepseek_v3(), chatml(), gpt_oss()]
+    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), qwen3_prompt_closed(), deepseek_v3(), chatml(), gpt_oss()]

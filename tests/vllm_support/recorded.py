@@ -32,8 +32,9 @@ def case_digest(case: dict) -> str:
 
 
 def group_key(group) -> str:
-    """A group's name in a recording: its family and chat template kwargs."""
-    return f"{group.family} {json.dumps(group.setup.get('chat_template_kwargs') or {}, sort_keys=True)}"
+    """A group's name in a recording: its family, chat template kwargs and label."""
+    key = f"{group.family} {json.dumps(group.setup.get('chat_template_kwargs') or {}, sort_keys=True)}"
+    return f"{key} {group.label}" if group.label else key
 
 
 def write_release(engine: str, version: str, groups, responses, folder: Path = RECORDED) -> Path:

@@ -5,7 +5,8 @@ their parameter schemas (vLLM's ``kimi_k2`` path re-serialises arguments by the 
 SGLang's Kimi detector names a bare-counter call from them; SGLang's JSON detectors drop calls to
 undeclared tools), its ``tool_choice`` (``none`` turns tool parsing off, ``required`` and a named tool
 change the message and its ``finish_reason``), and the chat template kwargs (whether the output starts
-inside reasoning). ``Request`` carries those three, built once per sample from the golden sample's
+inside reasoning; vLLM 0.33's Qwen3 parser also reads the prompt ids, to start in content when the prompt
+already closed the reasoning). ``Request`` carries them, built once per sample from the golden sample's
 fields; ``ASSUMED`` stands for a caller that knows no request: tools declared, every name among them,
 no parameter schemas, ``tool_choice`` auto.
 
@@ -33,6 +34,7 @@ class Request:
     tool_choice: Any = None
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     any_tool: bool = False
+    prompt_ids: Sequence[int] | None = None  # the rendered prompt, where the sample records it
 
     @property
     def declares_tools(self) -> bool:
@@ -93,6 +95,6 @@ ASSUMED = Request(any_tool=True)
 
 
 def request_of(tools: Sequence[Mapping[str, Any]] | None, tool_choice: Any = None,
-               chat_template_kwargs: Mapping[str, Any] | None = None) -> Request:
-    """The request of a golden sample: its ``tools``, ``tool_choice`` and ``chat_template_kwargs``."""
-    return Request(tuple(tools) if tools else None, tool_choice, dict(chat_template_kwargs or {}))
+               chat_template_kwargs: Mapping[str, Any] | None = None, prompt_ids: Sequence[int] | None = None) -> Request:
+    """The request of a golden sample: its ``tools``, ``tool_choice``, ``chat_template_kwargs`` and ``prompt_ids``."""
+    return Request(tuple(tools) if tools else None, tool_choice, dict(chat_template_kwargs or {}), prompt_ids=prompt_ids)
