@@ -157,3 +157,22 @@ def test_golden_dir_that_is_a_file_is_named(tmp_path):
         find_datasets(tmp_path / "golden", ["all"])
     with pytest.raises(ValueError, match="golden dir .* does not exist"):
         find_datasets(tmp_path / "nope", ["all"])
+
+
+def test_tool_choice_is_read_and_a_bad_one_named(tmp_path):
+    """A sample's tool_choice (the request's) is read for the views; a value no API accepts is that line's error."""
+    d = make(
+        tmp_path,
+        [
+            '{"id": "a", "output_ids": [1], "finish_reason": "stop", "tool_choice": "required"}',
+            '{"id": "b", "output_ids": [1], "finish_reason": "stop", "tool_choice": {"type": "function", "function": {"name": "f"}}}',
+            '{"id": "c", "output_ids": [1], "finish_reason": "stop", "tool_choice": "sometimes"}',
+            '{"id": "d", "output_ids": [1], "finish_reason": "stop", "tool_choice": {"type": "function"}}',
+            '{"id": "e", "output_ids": [1], "finish_reason": "stop"}',
+        ],
+    )
+    got = list(read_samples(d))
+    assert [s.tool_choice for s in got if isinstance(s, GoldenSample)] == ["required", {"type": "function", "function": {"name": "f"}}, None]
+    errors = [g for g in got if isinstance(g, GoldenError)]
+    assert [(e.line, e.field) for e in errors] == [(3, "tool_choice"), (4, "tool_choice")]
+    assert "expected \"auto\", \"none\", \"required\"" in str(errors[0])

@@ -87,7 +87,7 @@ def test_each_record_carries_its_providers_view_and_the_views_that_reproduce_its
     reproduce = {k: {v: r["views_reproduce"][v] for v in ("sglang", "vllm")} for k, r in rows.items()}
     assert reproduce == {"p0": {"sglang": True, "vllm": True}, "p1": {"sglang": False, "vllm": True},
                          "p2": {"sglang": True, "vllm": True}, "p3": {"sglang": True, "vllm": False}}
-    assert set(rows["p0"]["views_reproduce"]) == {"sglang", "sglang-legacy", "vllm"}  # every view of chatml is tried
+    assert set(rows["p0"]["views_reproduce"]) == {"sglang", "sglang-legacy", "vllm", "vllm-0.32"}  # every view of chatml is tried
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     table = {p: (row["served_with"], row["compared"], {v: row["reproduced"][v] for v in ("sglang", "vllm")})
              for p, row in summary["views_by_provider"].items()}

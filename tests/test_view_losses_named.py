@@ -1,5 +1,6 @@
 """Every text loss of an engine's view has a name: each differential case (tests/vllm_support/cases.py:
-the named behaviours and 400 random outputs per family) whose view's response does not rebuild the
+the named behaviours, 400 random outputs and 400 schema-bearing requests per family, each answered for
+its request) whose view's response does not rebuild the
 engine's ids is diagnosed, and no hunk of any of them is ``other``. The views equal the engines' own
 responses (tests/test_vllm_differential.py, tests/test_sglang_differential*.py), so these are the
 engines' losses."""
@@ -26,7 +27,7 @@ def losses(group, view: str) -> tuple[Counter, list[str]]:
     classes: Counter = Counter()
     unnamed = []
     for name, (ids, finish) in group.cases.items():
-        response = api_view(ids, finish, group.profile, group.tokenizer, view)
+        response = api_view(ids, finish, group.profile, group.tokenizer, view, group.request(name))
         rebuilt = reconstruct_output_ids(response, group.profile, group.tokenizer)
         if rebuilt == ids:
             continue
@@ -38,7 +39,7 @@ def losses(group, view: str) -> tuple[Counter, list[str]]:
     return classes, unnamed
 
 
-@pytest.mark.parametrize("view", ["vllm", "sglang"])
+@pytest.mark.parametrize("view", ["vllm", "vllm-0.32", "sglang"])
 def test_no_diverging_case_is_other(groups, view):
     report, seen = [], Counter()
     for group in groups:
@@ -53,7 +54,8 @@ def test_no_diverging_case_is_other(groups, view):
 def test_vllm_losses_get_their_own_names(groups):
     seen = Counter()
     for group in groups:
-        seen.update(losses(group, "vllm")[0])
+        for view in ("vllm", "vllm-0.32"):
+            seen.update(losses(group, view)[0])
     for cls in ("special-text-deleted", "finish-rewritten", "tool-args-json", "dropped-text", "truncated-utf8",
                 "message-structure", "stop-text-kept", "cut-in-markup"):
         assert seen[cls], (cls, seen)

@@ -12,13 +12,13 @@ from sglang_support.kimi_outputs import kimi_ids
 
 
 def test_view_names():
-    assert VIEWS == ("sglang", "sglang-legacy", "vllm")  # every view some family declares, none kept by hand
+    assert VIEWS == ("sglang", "sglang-legacy", "vllm", "vllm-0.32")  # every view some family declares, none kept by hand
     assert "vllm-spaces" not in VIEWS
 
 
 def test_unknown_view_names_the_known_ones(kimi, profile):
     tokenizer = kimi
-    with pytest.raises(ViewError, match="unknown api view 'openai'.*sglang, sglang-legacy, vllm"):
+    with pytest.raises(ViewError, match="unknown api view 'openai'.*sglang, sglang-legacy, vllm, vllm-0.32"):
         api_view([profile.stop_id], "stop", profile, tokenizer, "openai")
 
 

@@ -1,7 +1,10 @@
-"""The ``vllm`` views agree with vLLM 0.32.0's own code, run offline on the same ids (no model).
+"""The views of the installed vLLM release (0.32.0: ``vllm-0.32``) agree with its own code, run offline on
+the same ids (no model); ``test_engine_releases.py`` checks every view against every recorded release.
 
 For each family (kimi-k2.5, kimi-k2, qwen3 with thinking on and off, deepseek-v3, chatml, gpt-oss) the named
-cases of issue 21's behaviours and 400 random outputs go, in one batch, to ``vllm_support/driver.py``
+cases of issue 21's behaviours, 400 random outputs and 400 random schema-bearing requests (typed tool
+parameters, ``tool_choice`` auto/none/required/named, no tools; ``vllm_support/schemas.py``) with calls
+written against them go, in one batch, to ``vllm_support/driver.py``
 under .venv-vllm's python: the request through ``ParserManager.get_parser`` and the parser's
 ``adjust_request``, ``IncrementalDetokenizer`` fed the ids one at a time (the stop token with the
 engine's stop handling), and ``OpenAIServingChat.chat_completion_full_generator`` itself building the
@@ -9,7 +12,8 @@ message. Kimi is decoded through its model repository's tokenizer class, loaded 
 sha256 check (``../shared/engine-code``); DeepSeek-V3's tokenizer is loaded from a folder with the model's
 ``config.json`` model_type, as a served model's is; gpt-oss's ids are parsed by vLLM's ``HarmonyParser``
 (openai-harmony), its text never read. The view's response must equal vLLM's field by field; call
-ids vLLM draws at random (``chatcmpl-tool-`` + 16 hex digits) are compared by shape.
+ids vLLM draws at random (``chatcmpl-tool-`` + 16 hex digits) are compared by shape. Each case's request
+goes to vLLM as the request and to the view as ``pipeline.core.engines.request.Request``.
 
 Skips, saying why, only where .venv-vllm could not be built (scripts/test builds it).
 """
@@ -21,6 +25,7 @@ import re
 import pytest
 
 from pipeline.core.views import api_view
+from vllm_support import INSTALLED, view_for
 
 pytestmark = pytest.mark.slow
 
@@ -36,8 +41,7 @@ def judged():
     if reason:
         pytest.skip(reason)
     groups = all_groups()
-    responses = vllm_responses([(g.setup, [{"ids": ids, "finish": finish, "tools": True}
-                                           for ids, finish in g.cases.values()]) for g in groups])
+    responses = vllm_responses([(g.setup, [g.driver_case(name) for name in g.cases]) for g in groups])
     return [(g, dict(zip(g.cases, r))) for g, r in zip(groups, responses)]
 
 
@@ -57,9 +61,10 @@ def disagreements(group, responses) -> list[str]:
     for name, (ids, finish) in group.cases.items():
         engine = responses[name]
         assert "error" not in engine, f"{group.family} {name}: vLLM failed: {engine['error']}"
-        view = api_view(ids, finish, group.profile, group.tokenizer, "vllm")
+        view = api_view(ids, finish, group.profile, group.tokenizer, view_for(group.profile, INSTALLED), group.request(name))
         if comparable(view) != comparable(engine):
-            bad.append(f"{name} ({finish}) text {engine['text']!r}\n   view {comparable(view)!r}\n   vLLM {comparable(engine)!r}")
+            bad.append(f"{name} ({finish}) request {group.requests.get(name, 'default')!r}\n   text {engine['text']!r}\n"
+                       f"   view {comparable(view)!r}\n   vLLM {comparable(engine)!r}")
     return bad
 
 
@@ -69,7 +74,7 @@ def test_every_vllm_case_agrees_with_vllm(judged):
         bad = disagreements(group, responses)
         if bad:
             report.append(f"{group.family} {group.setup.get('chat_template_kwargs')}: {len(bad)}/{len(group.cases)} "
-                          "disagree:\n" + "\n".join(bad[:6]))
+                          "disagree:\n" + "\n".join(bad[:8]))
     assert not report, "\n\n".join(report)
 
 
@@ -81,9 +86,37 @@ def test_random_outputs_are_many_and_varied(judged):
         assert len(kinds) >= (2 if group.family == "chatml" else 5), (group.family, sorted(kinds))
 
 
+def test_schema_bearing_requests_change_responses(judged):
+    """The schema-bearing cases are many per family, and the request they carry matters: for a share of
+    them vLLM's response differs from the one it gives the same ids under the default request (tools
+    without schemas, tool_choice auto), and on the Kimi path arguments come back re-serialised by
+    their declared types."""
+    from pipeline.core.engines.request import ASSUMED
+
+    for group, responses in judged:
+        names = [n for n in group.cases if n.startswith("schema-")]
+        if group.label:  # a group for one prompt: no schema cases
+            continue
+        assert len(names) >= 400, group.family
+        choices = {str(group.requests[n][1]) for n in names}
+        assert {"none", "required", "None", "auto"} <= choices, choices
+        view = view_for(group.profile, INSTALLED)
+        differs = sum(comparable(responses[n]) != comparable(api_view(*group.cases[n], group.profile, group.tokenizer, view, ASSUMED))
+                      for n in names)
+        assert differs >= (10 if group.family == "chatml" else 40), (group.family, differs)
+        if group.family.startswith("kimi"):
+            coerced = sum(
+                c["function"]["arguments"] != d["function"]["arguments"]
+                for n in names if responses[n]["tool_calls"] and str(group.requests[n][1]) in ("auto", "None")
+                for c, d in zip(responses[n]["tool_calls"],
+                                api_view(*group.cases[n], group.profile, group.tokenizer, view, ASSUMED)["tool_calls"] or [])
+            )
+            assert coerced >= 40, (group.family, coerced)
+
+
 def test_the_named_behaviours_are_what_vllm_does(judged):
     """Issue 21's observations of vLLM 0.32.0, each seen here in vLLM's own output."""
-    r = {(g.family, str(g.setup.get("chat_template_kwargs"))): resp for g, resp in judged}
+    r = {(g.family, str(g.setup.get("chat_template_kwargs")) + g.label): resp for g, resp in judged}
     k25 = r[("kimi-k2.5", "{}")]
     assert (k25["reasoning-trailing-whitespace-stripped"]["reasoning"], k25["reasoning-trailing-whitespace-stripped"]["content"]) \
         == ("Think.", "Answer.")
@@ -97,6 +130,19 @@ def test_the_named_behaviours_are_what_vllm_does(judged):
     assert q["literal-think-end-in-content"]["content"] == "\n\nWrite  here."
     d = r[("deepseek-v3", "{}")]
     assert d["multi-line-args-lost"]["content"] is None and d["multi-line-args-lost"]["tool_calls"] is None
+    args = lambda name: k25[name]["tool_calls"][0]["function"]["arguments"]  # noqa: E731
+    assert args("number-integral-float-becomes-int") == '{"n": 5, "s": "x"}'
+    assert args("number-exponent-becomes-int") == '{"n": 1000}'
+    assert args("number-negative-zero-becomes-0") == '{"n": 0}'
+    assert args("number-above-2-53-rounded") == '{"n": 9007199254740992}'
+    assert args("integer-written-as-string") == '{"i": 5}'
+    assert args("integer-written-as-float-verbatim") == '{"i":5.0}'
+    assert args("boolean-written-as-1") == '{"b": true}'
+    assert args("nullable-written-as-string-null") == '{"o": null}'
+    assert args("untyped-key-verbatim") == '{"zz":5.0}'
+    assert k25["tool-choice-none-suppresses"]["tool_calls"] is None and k25["tool-choice-none-suppresses"]["content"] == "c"
+    assert k25["tool-choice-named-finish"]["finish_reason"] == "stop" and k25["tool-choice-named-finish"]["tool_calls"]
+    assert (k25["tool-choice-required-no-call"]["finish_reason"], k25["tool-choice-required-no-call"]["tool_calls"]) == ("tool_calls", None)
     g = r[("gpt-oss", "{}")]
     assert g["partial-args-become-a-call"]["tool_calls"][0]["function"]["arguments"] == '{"city": "Nairobi", "'
     assert g["partial-args-become-a-call"]["finish_reason"] == "tool_calls"

@@ -21,6 +21,7 @@ from .profiles import Profile
 from .reconstruct import ReconstructionError, reconstruct_unless
 from .responses import ResponseError, parse_response
 from .tokenizer import Tokenizer
+from .engines.request import request_of
 from .views import api_view, view_turn_and_bytes
 
 __all__ = [
@@ -84,6 +85,12 @@ class Verdict:
 
 
 PROMPT_CLASS_PREFIX = "prompt:"  # a prompt divergence's class among a verdict's classes: "prompt:history"
+
+
+def sample_request(sample: GoldenSample):
+    """The request a golden sample records (its tools, tool_choice, chat template kwargs and prompt ids):
+    what the view's parsers read besides the text."""
+    return request_of(sample.tools, sample.tool_choice, sample.chat_template_kwargs, sample.prompt_ids)
 
 
 def _exact_verdict(sample_id: str, line: int, n_tokens: int, prompt: str = "") -> Verdict:
@@ -213,7 +220,7 @@ class Judge:
                 response = parse_response(sample.response)
             else:
                 response, golden_bytes = view_turn_and_bytes(
-                    golden, sample.finish_reason, self.profile, self.tokenizer, self.view
+                    golden, sample.finish_reason, self.profile, self.tokenizer, self.view, sample_request(sample)
                 )
             packed = self._differed * 5 <= self._compared * 3
             rebuilt = reconstruct_unless(golden, response, self.profile, self.tokenizer, packed=packed)
@@ -238,7 +245,8 @@ class Judge:
                 finish = parse_response(sample.response).finish_reason  # a response that cannot be read is bad input
                 message = sample.response
             else:
-                message = api_view(golden, sample.finish_reason, self.profile, self.tokenizer, self.view)
+                message = api_view(golden, sample.finish_reason, self.profile, self.tokenizer, self.view,
+                                   sample_request(sample))
                 finish = message["finish_reason"]
         except (ResponseError, ReconstructionError) as e:
             where = "response." + e.field if sample.response is not None else f"(view {self.view}) {e.field}"

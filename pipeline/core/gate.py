@@ -25,6 +25,7 @@ from .decision import Completeness, Counts, Decision, decide
 from .files import open_input
 from .fingerprints import PACKAGE_ROOT, changed_inputs, code_file_hashes, library_versions
 from .fingerprints import digest as mapping_digest
+from .names import view_release
 from .pins import Pins, golden_file_hashes
 
 __all__ = [
@@ -513,6 +514,8 @@ def pinned_fields(
         "profile": profile,
         **({"view": view} if isinstance(view, str) else {"view": view[0]} if len(view) == 1 else {}),
         "views": [view] if isinstance(view, str) else list(view),
+        # the engine release each view stands for ("vllm 0.33.0"): a view name follows the newest release
+        "view_releases": {v: view_release(profile, v) for v in ([view] if isinstance(view, str) else view)},
         "code_files": code,
         **(dict(own) if own is not None else record_fields(None, None)),
         "libraries": libs,

@@ -90,6 +90,7 @@ class GoldenSample:
     response: Mapping[str, Any] | None = None  # a recorded API response, reconstructed instead of a view
     raw_finish_reason: Any = None
     chat_template_kwargs: Mapping[str, Any] | None = None  # the request's template variables ({"enable_thinking": false})
+    tool_choice: Any = None  # the request's: "auto", "none", "required" or {"type": "function", "function": {"name": ...}}
 
 
 def _require(obj: Mapping, key: str, kind: type | tuple, path: Path, line: int, optional: bool = False):
@@ -336,6 +337,9 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
     template_kwargs = obj.get("chat_template_kwargs")
     if template_kwargs is not None and not isinstance(template_kwargs, dict):
         raise GoldenError(path, line, "chat_template_kwargs", f"expected an object of template variables, got {type(template_kwargs).__name__}")
+    tool_choice = obj.get("tool_choice")
+    if tool_choice is not None and (problem := tool_choice_problem(tool_choice)) is not None:
+        raise GoldenError(path, line, "tool_choice", problem)
     return GoldenSample(
         id=sample_id,
         output_ids=output_ids,
@@ -347,7 +351,20 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
         response=response,
         raw_finish_reason=obj["finish_reason"],
         chat_template_kwargs=template_kwargs,
+        tool_choice=tool_choice,
     )
+
+
+def tool_choice_problem(value: Any) -> str | None:
+    """Why a sample's ``tool_choice`` is not one an API accepts (None when it is)."""
+    if value in ("auto", "none", "required"):
+        return None
+    if isinstance(value, dict):
+        function = value.get("function")
+        if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"]:
+            return None
+    return ('expected "auto", "none", "required" or {"type": "function", "function": {"name": NAME}}, '
+            f"got {json.dumps(value, ensure_ascii=False)[:80]}")
 
 
 def read_samples(dataset_dir: os.PathLike | str) -> Iterator[GoldenSample | GoldenError]:

@@ -10,6 +10,11 @@ and its response-assembly rules. Here the three steps run in the engine's order:
 engine's detokenizer does, run the parsers the registry (``pipeline.core.engines.registry``) holds under
 those names, assemble the message as the engine's chat endpoint does.
 
+A view answers for one request (``pipeline.core.engines.request``): the tools it declares with their
+parameter schemas, its ``tool_choice`` and its chat template kwargs, as the golden sample records them;
+the engines' parsers and response assembly read them. Without one, ``ASSUMED``: tools declared, every
+name among them, no schemas, ``tool_choice`` auto.
+
 The views parse the decoded *text*, as servers do, not the ids: marker text that the model wrote
 as ordinary tokens looks exactly like the marker to a server's parser, and a faithful view must
 be fooled the same way.
@@ -21,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .engines import registry
+from .engines.request import ASSUMED, NAMED, NONE, REQUIRED, Request
 from .engines.view import View
 from .errors import TokfidelityError
 from .golden import DEFAULT_VIEW
@@ -51,7 +57,8 @@ def get_view(profile: Profile, name: str) -> View:
 class _Bound:
     """One view bound to one profile: its parsers built, its stop handling resolved (made once)."""
 
-    __slots__ = ("view", "decode", "whole", "reasoning", "tools", "trimmed_stops", "assembly")
+    __slots__ = ("view", "decode", "whole", "reasoning", "tools", "trimmed_stops", "assembly", "profile", "tokenizer",
+                 "_plain_decode")
 
     def __init__(self, profile: Profile, view: View, tokenizer: Tokenizer):
         self.view = view
@@ -60,7 +67,9 @@ class _Bound:
         self.trimmed_stops = frozenset(
             i for r, i in profile.ids.items() if (r == "stop" or r.startswith("stop.")) and profile.texts[r] not in kept
         )
-        self.decode = _decoder(view, profile, tokenizer)
+        self.profile, self.tokenizer = profile, tokenizer
+        self.decode = _decoder(view, view.decode.skip_special_tokens, tokenizer)
+        self._plain_decode = None
         self.whole = self.reasoning = self.tools = None
         name = view.reasoning_parser
         if name is not None and (view.engine, name) in registry.WHOLE:
@@ -72,6 +81,17 @@ class _Bound:
             self.tools = registry.parser_class(view.engine, "tool", view.tool_parser)(profile, view, tokenizer)
 
 
+    def decoder(self, request: Request) -> Callable:
+        """The decoder for this request: vLLM's ``skip_special_tokens`` as the parsers' ``adjust_request``
+        leaves it, which depends on whether the request declares tools (``Decode.skip_without_tools``)."""
+        decode = self.view.decode
+        if decode.skip_without_tools is None or (request.declares_tools and request.choice != NONE):
+            return self.decode
+        if self._plain_decode is None:
+            self._plain_decode = _decoder(self.view, decode.skip_without_tools, self.tokenizer)
+        return self._plain_decode
+
+
 def _bound(profile: Profile, name: str, tokenizer: Tokenizer) -> _Bound:
     bound = profile.bound_views.get(name)
     if bound is None:  # a profile is bound to one tokenizer: the view is bound to it too
@@ -80,14 +100,16 @@ def _bound(profile: Profile, name: str, tokenizer: Tokenizer) -> _Bound:
 
 
 def api_view(
-    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = DEFAULT_VIEW
+    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = DEFAULT_VIEW,
+    request: Request | None = None,
 ) -> dict:
-    """The flat response a server (``view``, one of the profile's views) returns for these output ids.
+    """The flat response a server (``view``, one of the profile's views) returns for these output ids,
+    answering ``request`` (``ASSUMED`` when None).
 
     ``finish_reason`` is the engine's ("stop", "length", or SGLang's ``{"type": ...}``). The result
     has ``reasoning`` (None when empty), ``content`` (the engine's empty content, "" or None, when
     empty), ``tool_calls`` (None when there are none) and ``finish_reason``."""
-    reasoning, content, calls, finish = _parsed(output_ids, finish_reason, profile, tokenizer, view)[0]
+    reasoning, content, calls, finish = _parsed(output_ids, finish_reason, profile, tokenizer, view, request)[0]
     tool_calls = [
         {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
         for name, arguments, call_id in calls
@@ -96,46 +118,65 @@ def api_view(
 
 
 def view_turn_and_bytes(
-    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = DEFAULT_VIEW
+    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = DEFAULT_VIEW,
+    request: Request | None = None,
 ) -> tuple[ApiTurn, bytes | None]:
     """``parse_response(api_view(...))``, the turn reconstruction reads, without building the response
     between (the judge's per-sample path); and ``tokenizer.decode_bytes(output_ids)`` when the view
     decoded all the ids at once (None otherwise): a diagnosis of the sample takes them instead of
     decoding again."""
-    (reasoning, content, calls, finish), data = _parsed(output_ids, finish_reason, profile, tokenizer, view)
+    (reasoning, content, calls, finish), data = _parsed(output_ids, finish_reason, profile, tokenizer, view, request)
     if content is None:
-        return parse_response(api_view(output_ids, finish_reason, profile, tokenizer, view)), data
+        return parse_response(api_view(output_ids, finish_reason, profile, tokenizer, view, request)), data
     calls = tuple([ToolCall(name, arguments, call_id) for name, arguments, call_id in calls])
     return ApiTurn(reasoning, content, calls, finish), data
 
 
-def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str):
+def _parsed(output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str,
+            request: Request | None = None):
     """((reasoning or None, content, [(name, arguments, id)], finish_reason), the bytes of all the ids or None)."""
     bound = _bound(profile, view, tokenizer)
+    request = ASSUMED if request is None else request
     ids = output_ids
     trim = bool(ids) and ids[-1] in bound.trimmed_stops  # the matched stop is not in the text
-    text, data = bound.decode(ids, trim, tokenizer)
+    text, data = (bound.decode if request is ASSUMED else bound.decoder(request))(ids, trim, tokenizer)
     if bound.whole is not None:
-        reasoning, content, calls = bound.whole(text, ids)  # the engine's token ids, stop included
+        reasoning, content, calls = bound.whole(text, ids, request)  # the engine's token ids, stop included
     else:
         reasoning, content, calls = None, text, []
         if bound.reasoning is not None:
-            reasoning, content = bound.reasoning(text)
+            reasoning, content = bound.reasoning(text, request)
             if bound.assembly.strip_reasoning_split:
                 reasoning, content = (reasoning or "").strip(), content.strip()
         if bound.tools is not None:
-            content, calls = bound.tools(content)
-    return _assemble(bound.assembly, reasoning, content, calls, normalize_finish_reason(finish_reason) == "length"), data
+            blank = not (content and content.strip())  # what the tool parser is given
+            content, calls = bound.tools(content, request)
+            if blank and not calls and bound.assembly.forced_choice_rules and request.choice in (REQUIRED, NAMED):
+                content = None
+    cut = normalize_finish_reason(finish_reason) == "length"
+    return _assemble(bound.assembly, reasoning, content, calls, cut, request), data
 
 
-def _assemble(assembly, reasoning, content, calls, cut: bool):
-    """The message as the engine's chat endpoint builds it from the parsers' results."""
+def _assemble(assembly, reasoning, content, calls, cut: bool, request: Request = ASSUMED):
+    """The message as the engine's chat endpoint builds it from the parsers' results, for this request's
+    ``tool_choice``: ``none`` sends no calls; with vLLM, ``required`` and a named tool send the content as
+    "" when empty (also when the tool parser, given only whitespace, parsed no call), and ``finish_reason``
+    "tool_calls" for ``required`` when the engine stopped (0.32 also without a call), the engine's own
+    for a named tool."""
+    choice = request.choice
+    if choice == NONE:
+        calls = []
     if calls:
         keep, fmt = assembly.keeps_parser_call_id, assembly.call_id
         calls = [
             (name, arguments, call_id if keep and call_id else fmt.format(name=name, index=index))
             for index, (name, arguments, call_id) in enumerate(calls)
         ]
+    forced = assembly.forced_choice_rules and choice in (REQUIRED, NAMED)
+    if forced:
+        required = choice == REQUIRED and (bool(calls) or assembly.required_finish_without_calls)
+        finish = "length" if cut else ("tool_calls" if required else "stop")
+        return reasoning or None, content or "", calls, finish
     if calls and (not cut or assembly.tool_calls_finish_over_length):
         finish = "tool_calls"
     else:
@@ -143,13 +184,15 @@ def _assemble(assembly, reasoning, content, calls, cut: bool):
     return reasoning or None, content if assembly.content_as_parsed else content or assembly.empty_content, calls, finish
 
 
-def _decoder(view: View, profile: Profile, tokenizer: Tokenizer) -> Callable:
+def _decoder(view: View, skip_special_tokens: bool, tokenizer: Tokenizer) -> Callable:
     kind = view.decode.detokenizer
     if kind == "whole":
         return _decode
+    from dataclasses import replace
+
     from .engines.vllm_decode import incremental_decoder
 
-    return incremental_decoder(view.decode, tokenizer)
+    return incremental_decoder(replace(view.decode, skip_special_tokens=skip_special_tokens), tokenizer)
 
 
 def _decode(ids: Sequence[int], trim: bool, tokenizer: Tokenizer) -> tuple[str, bytes | None]:

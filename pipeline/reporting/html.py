@@ -184,7 +184,9 @@ def _views_table(datasets: Sequence[Mapping[str, Any]]) -> str:
             cells.append(f'<td data-view="{_a(v)}" data-value="{_a(round(share, 6))}" title="{_a(c["exact"])} of '
                          f'{_a(c["samples"])} exact">{_pct(share)} <span class="more">({_n(c["exact"])}/{_n(c["samples"])})</span></td>')
         rows.append(f'<tr data-dataset="{_a(d["name"])}"><td class="l name">{_t(d["name"])}</td>{"".join(cells)}</tr>')
-    head = "".join(f"<th>{_t(v)}</th>" for v in views)
+    releases = {v: e for d in datasets for v, entry in d.get("by_view", {}).items() if (e := entry.get("engine"))}
+    head = "".join(f'<th title="{_a(releases[v])}">{_t(v)} <span class="more">({_t(releases[v])})</span></th>'
+                   if v in releases else f"<th>{_t(v)}</th>" for v in views)
     return (f'<h3>Exact samples by view</h3><div class="scroll"><table id="views"><thead><tr><th class="l name">dataset</th>'
             f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_path, read_input
+from ..core.names import view_release
 from . import details
 from .schema import SCHEMA, VERSION, ResultsError, check_document
 
@@ -101,7 +102,8 @@ def dataset_entry(
         "counts": counts,
         "rates": rates(counts),
         "views": list(views),
-        "by_view": {v: {"counts": c, "rates": rates(c)} for v, c in views.items()},
+        "by_view": {v: {"counts": c, "rates": rates(c), **({"engine": r} if (r := view_release(profile, v)) else {})}
+                    for v, c in views.items()},
         "wall_s": round(wall_s, 3),
         "gate": {"state": gate_state(gate_note), "notes": [gate_note]},
         "problems": list(problems),

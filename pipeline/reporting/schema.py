@@ -26,7 +26,8 @@ A results.json is one JSON object:
   positions in ``samples.jsonl`` (its non-blank lines, from 0), so that merged files can tell which
   samples they cover together (absent in files written before it was added); ``views``: the views
   its samples were judged under (a manifest's ``api_views``, else its one view; ``view`` is the first)
-  and ``by_view``: per view, its ``counts`` and ``rates`` as above (``counts`` above is then their
+  and ``by_view``: per view, its ``counts`` and ``rates`` as above, and the ``engine`` release it stands for
+  (``"vllm 0.33.0"``) (``counts`` above is then their
   sum: a sample counted once per view; both absent in files written before they were added).
 - ``samples``: one object per sample that was not exact, in dataset then line order:
   ``dataset``, ``id``, ``line``, ``view`` (the view it was judged under), ``verdict`` (``new``: an unreviewed divergence, the test failed;
@@ -245,7 +246,7 @@ _DATASET = _object(
     {**dict.fromkeys(("path", "profile", "tokenizer", "tokenizer_fingerprint", "view", "dataset_fingerprint"), _optional(_str)),
      "golden_files": _map(_str), "accept": _map(_number), "max_known_divergence_rate": _number,
      "failed_checks": _list(_object({"check": _str, "message": _str})), "ran": _ranges,
-     "views": _list(_str), "by_view": _map(_object({"counts": _COUNTS, "rates": _RATES}))},
+     "views": _list(_str), "by_view": _map(_object({"counts": _COUNTS, "rates": _RATES}, {"engine": _str}))},
 )
 _DOCUMENT = _object(
     {"schema": _str, "version": _int, "command": _list(_str), "partial": _bool, "partial_reasons": _list(_str),

@@ -15,7 +15,17 @@ from pathlib import Path
 
 from servers.vllm_server import PYTHON, unavailable
 
-__all__ = ["KIMI_CLASS", "KIMI_CLASS_SHA256", "unavailable", "vllm_responses", "setup_for"]
+__all__ = ["KIMI_CLASS", "KIMI_CLASS_SHA256", "unavailable", "vllm_responses", "setup_for", "view_for", "INSTALLED"]
+
+INSTALLED = "0.32.0"  # the vLLM release .venv-vllm holds (requirements/vllm.txt)
+
+
+def view_for(profile, version: str, engine: str = "vllm") -> str:
+    """The name of the profile's view that stands for this engine release."""
+    names = [n for n, v in profile.spec.views.items() if v.engine == engine and v.version == version]
+    if not names:
+        raise LookupError(f"profile {profile.name} has no view for {engine} {version}; its views: {', '.join(profile.spec.views)}")
+    return names[0]
 
 DRIVER = Path(__file__).with_name("driver.py")
 SHARED = Path(__file__).resolve().parents[3] / "shared"
@@ -41,13 +51,18 @@ def setup_for(view, tokenizer_folder: str, prompt_ids, stop_ids, chat_template_k
     return setup
 
 
-def vllm_responses(groups: list[tuple[dict, list[dict]]], timeout: float = 1800) -> list[list[dict]]:
-    """vLLM's response for each case of each (set-up, cases) group, in order."""
+def vllm_responses(groups: list[tuple[dict, list[dict]]], timeout: float = 1800, *, python: str | Path = PYTHON,
+                   overlay: str | Path | None = None) -> list[list[dict]]:
+    """vLLM's response for each case of each (set-up, cases) group, in order. ``python``: the engine
+    environment's interpreter; ``overlay``: a folder put first on its path (another release's Python
+    files over that environment, as ``scripts/record-engine-responses`` uses it)."""
     job = {"groups": [{"setup": setup, "cases": cases} for setup, cases in groups]}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false",
                VLLM_LOGGING_LEVEL="ERROR")
-    done = subprocess.run([str(PYTHON), str(DRIVER)], input=json.dumps(job), capture_output=True, text=True,
+    if overlay is not None:
+        env["PYTHONPATH"] = str(overlay)
+    done = subprocess.run([str(python), str(DRIVER)], input=json.dumps(job), capture_output=True, text=True,
                           timeout=timeout, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"vLLM driver failed ({done.returncode}):\n{done.stderr[-4000:]}")

@@ -1,7 +1,8 @@
 """The differential cases for the ``vllm`` views: per family, the behaviours issue 21 names as named
 cases, plus 400 random outputs (markers written as plain text, whitespace around every marker,
-non-ASCII and multi-line arguments, length cuts, several calls), each with the driver set-up that
-serves it. Built with the real tokenizers; shared by the vLLM differential test and the test that
+non-ASCII and multi-line arguments, length cuts, several calls), plus 400 random schema-bearing
+requests (``schemas``: typed tool parameters, ``tool_choice`` auto/none/required/named, no tools)
+with calls whose arguments stress them, each with the driver set-up that serves it. Built with the real tokenizers; shared by the vLLM differential test and the test that
 runs every diverging case through diagnosis."""
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from sglang_support import family_outputs as fo
 from sglang_support import kimi_outputs as ko
 
 from . import setup_for
+from .schemas import random_arguments, random_request
 
 RANDOM = 400
+SCHEMA = 400
+TOOL_NAMES = ("get_weather", "search", "read_file", "book.flight", "run-cmd")
 
 
 @dataclass
@@ -28,7 +32,65 @@ class Group:
     tokenizer: object
     setup: dict
     cases: dict[str, tuple[list[int], str]] = field(default_factory=dict)
+    # name -> (the request's tools or None, its tool_choice or None); a case not here declares the
+    # driver's default tools (no schemas) with tool_choice auto
+    requests: dict[str, tuple[list | None, object]] = field(default_factory=dict)
+    label: str = ""  # tells apart two groups of one family and template kwargs (a different prompt)
 
+    def request(self, name: str):
+        """The case's request as the views take it."""
+        from pipeline.core.engines.request import Request, request_of
+
+        kwargs, prompt = dict(self.setup.get("chat_template_kwargs") or {}), self.setup["prompt_ids"]
+        if name not in self.requests:  # the driver's default tools: every name the cases call, no schemas
+            return Request(None, None, kwargs, any_tool=True, prompt_ids=prompt)
+        tools, choice = self.requests[name]
+        return request_of(tools, choice, kwargs, prompt)
+
+    def driver_case(self, name: str) -> dict:
+        ids, finish = self.cases[name]
+        if name not in self.requests:
+            return {"ids": ids, "finish": finish, "tools": True}
+        tools, choice = self.requests[name]
+        return {"ids": ids, "finish": finish, "tools": tools or False, "tool_choice": choice}
+
+
+def add_schema_cases(g: Group, rng: random.Random, write, n: int = SCHEMA) -> None:
+    """``n`` cases ``schema-K``: a random request with typed tools, and an output ``write(calls, rng)``
+    makes from 0-3 calls ((name, arguments text)) to its tools (now and then to an undeclared one);
+    a quarter cut at a random length."""
+    for k in range(n):
+        tools, sent, choice = random_request(rng, TOOL_NAMES)
+        calls = []
+        for _ in range(rng.choice((0, 1, 1, 1, 2, 3))):
+            tool = rng.choice(tools)
+            name = tool["function"]["name"] if rng.random() < 0.93 else "undeclared_tool"
+            calls.append((name, random_arguments(rng, tool)))
+        ids = write(calls, rng)
+        finish = "stop"
+        if rng.random() < 0.25:
+            ids, finish = ids[: rng.randint(0, len(ids) - 1)], "length"
+        g.cases[f"schema-{k}"] = (ids, finish)
+        g.requests[f"schema-{k}"] = (sent, choice)
+
+
+# Kimi K2.5 calls to a tool typed n: number, i: integer, b: boolean, o: integer or null (issue 33's values).
+SCHEMA_NAMED = {
+    "number-integral-float-becomes-int": '{"n": 5.0, "s": "x"}',
+    "number-exponent-becomes-int": '{"n":1e3}',
+    "number-negative-zero-becomes-0": '{"n": -0.0}',
+    "number-above-2-53-rounded": '{"n": 9007199254740993}',
+    "integer-written-as-string": '{"i": "5"}',
+    "integer-written-as-float-verbatim": '{"i":5.0}',
+    "boolean-written-as-1": '{"b": 1}',
+    "nullable-written-as-string-null": '{"o": "null"}',
+    "untyped-key-verbatim": '{"zz":5.0}',
+}
+
+
+def _texts(rng: random.Random) -> tuple[str, str]:
+    pool = ("", "Let me check.", " ", "\n", "I'll call the tool.\n", "中文 ok")
+    return rng.choice(pool), rng.choice(pool)
 
 def _group(profile_name: str, folder: str, prompt: str, **kwargs) -> Group:
     tokenizer = load_tokenizer(folder)
@@ -65,7 +127,27 @@ def kimi_k25() -> Group:
     rng = random.Random(2112501)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = ko.random_output(t, p, rng)
+    typed = [{"type": "function", "function": {"name": "get", "parameters": {"type": "object", "properties": {
+        "n": {"type": "number"}, "i": {"type": "integer"}, "b": {"type": "boolean"}, "o": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}}}]
+    for name, args in SCHEMA_NAMED.items():
+        g.cases[name] = (k("r", "", [call("get", args)]), "stop")
+        g.requests[name] = (typed, "auto")
+    g.cases["tool-choice-none-suppresses"] = (k("r", "c", [call("get", '{"n": 1}')]), "stop")
+    g.requests["tool-choice-none-suppresses"] = (typed, "none")
+    g.cases["tool-choice-named-finish"] = (k("r", "", [call("get", '{"n": 1}')]), "stop")
+    g.requests["tool-choice-named-finish"] = (typed, {"type": "function", "function": {"name": "get"}})
+    g.cases["tool-choice-required-no-call"] = (k("r", "Just text."), "stop")
+    g.requests["tool-choice-required-no-call"] = (typed, "required")
+    add_schema_cases(g, random.Random(3312501), _kimi_writer(g))
     return g
+
+
+def _kimi_writer(g: Group):
+    def write(calls, rng):
+        reasoning, content = _texts(rng)
+        heads = [(f"functions.{name}:{i}" if rng.random() < 0.9 else str(i), args) for i, (name, args) in enumerate(calls)]
+        return ko.kimi_ids(g.tokenizer, g.profile, reasoning or "r", content, heads, between=rng.choice(("", "\n")))
+    return write
 
 
 def kimi_k2() -> Group:
@@ -73,6 +155,7 @@ def kimi_k2() -> Group:
     rng = random.Random(2112502)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = ko.random_output(g.tokenizer, g.profile, rng)
+    add_schema_cases(g, random.Random(3312502), _kimi_writer(g))
     return g
 
 
@@ -100,6 +183,35 @@ def qwen3(thinking: bool) -> Group:
         if on == thinking:
             g.cases[f"random-{n}"] = (ids, finish)
             n += 1
+
+    def write(calls, rng):
+        _, content = _texts(rng)
+        return fo.qwen3_ids(t, p, r, content, [fo.qwen3_call(name, args) for name, args in calls])
+
+    add_schema_cases(g, random.Random(3312503 + thinking), write)
+    return g
+
+
+def qwen3_prompt_closed() -> Group:
+    """Qwen3 with thinking on (the request's enable_thinking) but a prompt that already closed the reasoning
+    (``<think>\n\n</think>\n\n``, as continue_final_message or a template switching thinking off leaves it):
+    vLLM 0.32 parses the output as reasoning, 0.33 as content. Outputs written with thinking off."""
+    prompt = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    g = _group("qwen3", "qwen3", prompt, chat_template_kwargs={"enable_thinking": True})
+    g.label = "prompt closed reasoning"
+    t, p = g.tokenizer, g.profile
+    g.cases.update({
+        "starts-in-content": (fo.qwen3_ids(t, p, None, "Answer."), "stop"),
+        "literal-think-end": (fo.qwen3_ids(t, p, None, "Write </think> here."), "stop"),
+        "call": (fo.qwen3_ids(t, p, None, "c", [fo.qwen3_call("get", {"q": 1})]), "stop"),
+    })
+    rng = random.Random(2112507)
+    n = 0
+    while n < RANDOM:
+        ids, finish, on = fo.random_qwen3(t, p, rng)
+        if not on:
+            g.cases[f"random-{n}"] = (ids, finish)
+            n += 1
     return g
 
 
@@ -122,6 +234,12 @@ def deepseek_v3() -> Group:
     rng = random.Random(2112504)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = fo.random_deepseek(t, p, rng)
+
+    def write(calls, rng):
+        _, content = _texts(rng)
+        return fo.deepseek_ids(t, p, content, [fo.deepseek_call(name, args) for name, args in calls])
+
+    add_schema_cases(g, random.Random(3312504), write)
     return g
 
 
@@ -137,6 +255,8 @@ def chatml() -> Group:
     for n in range(RANDOM):
         ids = t.encode_ordinary(_random_text(rng, CHATML_POOL)) + [p.stop_id]
         g.cases[f"random-{n}"] = (ids[: rng.randint(0, len(ids) - 1)], "length") if rng.random() < 0.3 else (ids, "stop")
+    add_schema_cases(g, random.Random(3312505),
+                     lambda calls, rng: t.encode_ordinary(_random_text(rng, CHATML_POOL) + "".join(a for _, a in calls)) + [p.stop_id])
     return g
 
 
@@ -159,8 +279,14 @@ def gpt_oss() -> Group:
     rng = random.Random(2112506)
     for n in range(RANDOM):
         g.cases[f"random-{n}"] = go.random_output(gen, rng)
+
+    def write(calls, rng):
+        reasoning, content = _texts(rng)
+        return gen.turn(reasoning or "r", content or None, calls)
+
+    add_schema_cases(g, random.Random(3312506), write)
     return g
 
 
 def all_groups() -> list[Group]:
-    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), deepseek_v3(), chatml(), gpt_oss()]
+    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), qwen3_prompt_closed(), deepseek_v3(), chatml(), gpt_oss()]

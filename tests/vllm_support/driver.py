@@ -1,7 +1,9 @@
 """What vLLM 0.32.0's chat endpoint returns for given output ids, computed by vLLM's own code, offline.
 
 Runs under .venv-vllm's python (never in the test environment): reads one JSON object on stdin,
-``{"groups": [{"setup": {...}, "cases": [{"ids": [...], "finish": "stop"|"length", "tools": bool}]}]}``,
+``{"groups": [{"setup": {...}, "cases": [{"ids": [...], "finish": "stop"|"length", "tools": ..., "tool_choice": ...}]}]}``
+(``tools``: true or absent for the default tool list without parameter schemas, false for none, or the request's
+own list; ``tool_choice``: the request's, absent for vLLM's default),
 and writes ``{"groups": [[response, ...], ...]}``, each response the flat
 ``{"reasoning", "content", "tool_calls", "finish_reason"}`` of the message vLLM sends.
 
@@ -133,13 +135,15 @@ class _Setup:
         serving.default_chat_template_kwargs = {}
         return serving
 
-    def request(self, tools: bool):
+    def request(self, tools, tool_choice=None):
         from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4096,
                 "chat_template_kwargs": self.kwargs}
         if tools:
-            body.update(tools=TOOLS, tool_choice="auto")
+            body.update(tools=TOOLS if tools is True else tools, tool_choice="auto")
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
         request = ChatCompletionRequest(**body)
         if self.parser_cls is not None:  # online_renderer: when to apply the parser's adjust_request
             tool_choice = getattr(request, "tool_choice", "none")
@@ -167,7 +171,7 @@ class _Setup:
     def respond(self, case):
         from vllm.outputs import CompletionOutput, RequestOutput
 
-        request = self.request(case.get("tools", True))
+        request = self.request(case.get("tools", True), case.get("tool_choice"))
         ids, finish = case["ids"], case["finish"]
         text = self.text(request, ids, finish)
         output = CompletionOutput(index=0, text=text, token_ids=list(ids), cumulative_logprob=None, logprobs=None,

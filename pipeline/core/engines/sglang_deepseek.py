@@ -4,9 +4,10 @@ serving_chat, non-streaming; DeepSeek-V3 has no reasoning parser).
 With ``<｜tool▁calls▁begin｜>`` in the text, content is the text before it, ``.strip()``ped; each
 ``<｜tool▁call▁begin｜>.*?<｜tool▁call▁end｜>`` is matched against
 ``<｜tool▁call▁begin｜>(.*)<｜tool▁sep｜>(.*)\\n```json\\n(.*)\\n```<｜tool▁call▁end｜>``; the name is group 2
-(it must be a declared tool: the view assumes every name the model calls was declared), the
+(a call to a tool the request does not declare is dropped), the
 arguments group 3, ``json.loads``ed and re-serialised ``json.dumps(args or {}, ensure_ascii=False)``.
 Any call that does not match or is not JSON makes SGLang return the whole text as content, no calls.
+serving_chat runs the tool parser only when the request declares tools and ``tool_choice`` is not ``none``.
 ``tests/test_sglang_differential_families.py`` runs sglang's own detector on the same ids.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import json
 import re
+
+from .request import ASSUMED, NONE
 
 __all__ = ["DeepSeekV3Tools"]
 
@@ -28,9 +31,9 @@ class DeepSeekV3Tools:
         self.find_calls = re.compile(f"{b}.*?{e}", re.DOTALL)
         self.detail = re.compile(f"{b}(.*){s}(.*)\n```json\n(.*)\n```{e}", re.DOTALL)
 
-    def __call__(self, text: str) -> tuple[str, list[tuple[str, str, None]]]:
+    def __call__(self, text: str, request=ASSUMED) -> tuple[str, list[tuple[str, str, None]]]:
         idx = text.find(self.bot)
-        if idx < 0:
+        if idx < 0 or request.choice == NONE:
             return text, []
         calls: list[tuple[str, str, None]] = []
         for match in self.find_calls.findall(text):
@@ -42,6 +45,6 @@ class DeepSeekV3Tools:
             except ValueError:
                 return text, []
             name = m.group(2)
-            if name:
+            if name and request.declares(name):
                 calls.append((name, json.dumps(arguments or {}, ensure_ascii=False), None))
         return text[:idx].strip(), calls

@@ -249,7 +249,7 @@ class GptOssReasoning:
     def __init__(self, profile, view=None, tokenizer=None):
         self.texts = dict(profile.texts)
 
-    def __call__(self, text: str) -> tuple[str | None, str]:
+    def __call__(self, text: str, request=None) -> tuple[str | None, str]:
         events = harmony_events(text, self.texts)
         reasoning = "".join(content for kind, content, _ in events if kind == "reasoning")
         normal = "".join(raw or content for kind, content, raw in events if kind in ("normal", "tool_call"))
@@ -257,8 +257,8 @@ class GptOssReasoning:
 
 
 class GptOssTools:
-    """``--tool-call-parser gpt-oss``: (content, calls) from the reasoning parser's normal text. Every name
-    called is taken to be a declared tool (the view has no request)."""
+    """``--tool-call-parser gpt-oss``: (content, calls) from the reasoning parser's normal text; a call to a
+    tool the request does not declare is dropped."""
 
     __slots__ = ("texts", "bot")
 
@@ -266,7 +266,7 @@ class GptOssTools:
         self.texts = dict(profile.texts)
         self.bot = self.texts["start"] + "assistant" + self.texts["channel"] + "commentary"
 
-    def __call__(self, normal: str) -> tuple[str, list[tuple[str, str, None]]]:
+    def __call__(self, normal: str, request=None) -> tuple[str, list[tuple[str, str, None]]]:
         if self.bot not in normal:
             return normal, []
         calls: list[tuple[str, str, None]] = []
@@ -282,5 +282,7 @@ class GptOssTools:
                     arguments = json.loads(m.group(2)) if m.group(2).strip() else {}
                 except json.JSONDecodeError:
                     continue
-                calls.append((m.group(1).split(".")[-1], json.dumps(arguments, ensure_ascii=False), None))
+                name = m.group(1).split(".")[-1]
+                if request is None or request.declares(name):
+                    calls.append((name, json.dumps(arguments, ensure_ascii=False), None))
         return " ".join(parts).strip(), calls

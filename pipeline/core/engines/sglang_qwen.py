@@ -9,9 +9,9 @@
 * Tool calls (``Qwen25Detector.detect_and_parse``, then serving_chat): with ``<tool_call>\\n`` in the
   text, content is the text before it, ``.strip()``ped; each ``<tool_call>\\n(.*?)\\n</tool_call>`` body
   is ``json.loads``ed (bodies that are not JSON are dropped; a list is several calls); a call's name
-  must be a declared tool (the view assumes every name the model calls was declared); its arguments
-  are re-serialised ``json.dumps(..., ensure_ascii=False)``. A body that is JSON but not an object
-  raises inside SGLang, which then returns the whole text as content and no calls.
+  must be one the request declares (other calls are dropped); its arguments are re-serialised ``json.dumps(..., ensure_ascii=False)``. A body that is JSON but not an object
+  raises inside SGLang, which then returns the whole text as content and no calls. serving_chat
+  runs the tool parser only when the request declares tools and ``tool_choice`` is not ``none``.
 
 ``tests/test_sglang_differential_families.py`` runs sglang's own detectors on the same ids.
 """
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import re
+
+from .request import ASSUMED, NONE
 
 __all__ = ["Qwen3Reasoning", "Qwen25Tools"]
 
@@ -31,7 +33,7 @@ class Qwen3Reasoning:
         t = profile.texts
         self.think_begin, self.think_end, self.call_begin = t["think_begin"], t["think_end"], t["tool_call_begin"]
 
-    def __call__(self, text: str) -> tuple[str | None, str]:
+    def __call__(self, text: str, request=ASSUMED) -> tuple[str | None, str]:
         if self.think_begin not in text:
             return None, text
         while text.startswith(self.think_begin):
@@ -51,9 +53,9 @@ class Qwen25Tools:
         self.bot = t["tool_call_begin"] + "\n"
         self.body = re.compile(re.escape(self.bot) + "(.*?)" + re.escape("\n" + t["tool_call_end"]), re.DOTALL)
 
-    def __call__(self, text: str) -> tuple[str, list[tuple[str, str, None]]]:
+    def __call__(self, text: str, request=ASSUMED) -> tuple[str, list[tuple[str, str, None]]]:
         idx = text.find(self.bot)
-        if idx < 0:
+        if idx < 0 or request.choice == NONE:
             return text, []
         calls: list[tuple[str, str, None]] = []
         for body in self.body.findall(text):
@@ -67,7 +69,7 @@ class Qwen25Tools:
                 name = act.get("name")
                 if name and isinstance(name, (list, dict)):  # unhashable: `name in tool_indices` raises
                     return text, []
-                if not (name and isinstance(name, str)):
+                if not (name and isinstance(name, str)) or not request.declares(name):
                     continue
                 arguments = act.get("parameters") or act.get("arguments", {})
                 calls.append((name, json.dumps(arguments, ensure_ascii=False), None))

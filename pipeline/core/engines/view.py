@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Decode", "Assembly", "View"]
+__all__ = ["Decode", "Assembly", "View", "release"]
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,9 @@ class Decode:
     # "incremental" is vLLM's, which holds back an incomplete character at the end of the output.
     detokenizer: str = "whole"
     skip_special_tokens: bool = False
+    # vLLM: skip_special_tokens when the request declares no tools or sets tool_choice "none" (the tool
+    # parser's adjust_request then leaves the request's default); None: the same as with tools.
+    skip_without_tools: bool | None = None
     # vLLM's default; it puts spaces only where the tokenizer *class* decodes through Python
     # (transformers' slow path: Kimi's TikTokenTokenizer), around the class's special tokens.
     spaces_between_special_tokens: bool = False
@@ -42,12 +45,18 @@ class Assembly:
     call_id: str = "call_{index:024x}"
     # Whether a call id the parser read from the output is kept (vLLM's Kimi parser) or replaced.
     keeps_parser_call_id: bool = False
-    # finish_reason "tool_calls" whenever calls were parsed, even after a length cut (vLLM).
+    # finish_reason "tool_calls" whenever calls were parsed, even after a length cut (vLLM 0.32).
     tool_calls_finish_over_length: bool = False
+    # tool_choice "required": finish_reason "tool_calls" after a stop even when no call was parsed (vLLM
+    # 0.32; 0.33 says "stop" then).
+    required_finish_without_calls: bool = False
     # What an empty content is sent as (SGLang: ""), unless the content goes out as the parsers give it
     # (vLLM: null from a parser that found nothing to say, "" from one that passed an empty text through).
     empty_content: str | None = ""
     content_as_parsed: bool = False
+    # vLLM's chat endpoint for tool_choice "required" / a named tool: content "" when empty, finish_reason
+    # "tool_calls" after any stop for "required", the engine's own for a named tool.
+    forced_choice_rules: bool = False
     # SGLang before PR #24251: .strip() on the reasoning and on the text after it.
     strip_reasoning_split: bool = False
 
@@ -77,7 +86,18 @@ class View:
 
 
 SGLANG_VERSION = "0.5.23"
-VLLM_VERSION = "0.32.0"
+VLLM_VERSION = "0.33.0"  # the newest vLLM release proven: the ``vllm`` view; older lines are ``vllm-X.Y``
+VLLM_OLDER = ("0.32.0",)
+
+
+def release(version: str) -> tuple[int, ...]:
+    """A release's version as numbers (``"0.33.0"`` -> ``(0, 33, 0)``); a view that names no release: ()."""
+    parts = []
+    for piece in version.split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
 
 
 def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops: tuple[str, ...] = (),
@@ -89,20 +109,37 @@ def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops
     return View("sglang", SGLANG_VERSION, reasoning, tool, Decode(keeps_stops=keeps_stops), Assembly(call_id=call_id))
 
 
+def vllm_views(reasoning: str | None = None, tool: str | None = None, **options) -> dict[str, View]:
+    """The vLLM views of one family, a view per release line: ``vllm`` for the newest release proven,
+    ``vllm-X.Y`` for each older one still selectable by name."""
+    views = {"vllm": vllm(reasoning, tool, **options)}
+    for version in VLLM_OLDER:
+        views["vllm-" + ".".join(version.split(".")[:2])] = vllm(reasoning, tool, version=version, **options)
+    return views
+
+
 def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_tokens: bool = False,
          class_special: tuple[str, ...] | None = None, class_ordinary: tuple[str, ...] = (),
-         leading_space: bool = False) -> View:
-    """vLLM 0.32.0 serving with these parsers, a request declaring tools (``tool_choice`` auto): its
+         leading_space: bool = False, version: str = VLLM_VERSION) -> View:
+    """vLLM (``version``, 0.32.0 or 0.33.0) serving with these parsers, for the request: its
     incremental detokenizer (``skip_special_tokens`` as the parsers' ``adjust_request`` leaves it,
     ``spaces_between_special_tokens`` on, its default), the matched stop not decoded; the message built
     as ``chat_completion_full_generator`` builds it: empty reasoning null, the content as the parsers give it
     (null, or the detokenized text passed through), a call's id
-    the parser's or ``chatcmpl-tool-<random>``, ``finish_reason`` "tool_calls" whenever calls were parsed,
-    also after a length cut."""
-    decode = Decode("incremental", skip_special_tokens, True, class_special, class_ordinary, leading_space)
+    the parser's or ``chatcmpl-tool-<random>``. ``finish_reason`` "tool_calls" when calls were parsed: in
+    0.32 also after a length cut, and after any stop with ``tool_choice`` "required"; from 0.33 only
+    when the engine stopped, never for a named tool. Parsers that differ between releases read
+    ``release(view.version)``: from 0.33 a ``number`` parameter is tried as ``int()`` first, and
+    DeepSeek-V3's calls may span lines, its text after the calls kept as content."""
+    newer = release(version) >= (0, 33)
+    # A reasoning parser built on vLLM's parser engine turns skip_special_tokens off for every request;
+    # a tool parser alone only for a request with tools and tool_choice other than "none".
+    skip_without_tools = None if reasoning is not None else True
+    decode = Decode("incremental", skip_special_tokens, skip_without_tools, True, class_special, class_ordinary, leading_space)
     assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
-                        tool_calls_finish_over_length=True, content_as_parsed=True)
-    return View("vllm", VLLM_VERSION, reasoning, tool, decode, assembly)
+                        tool_calls_finish_over_length=not newer, required_finish_without_calls=not newer,
+                        content_as_parsed=True, forced_choice_rules=True)
+    return View("vllm", version, reasoning, tool, decode, assembly)
 
 
 def sglang_legacy(view: View) -> View:

@@ -40,7 +40,7 @@ def incremental_decoder(decode: Decode, tokenizer) -> Callable:
     """``decode(ids, trim, tokenizer) -> (text, None)`` for this view, bound to the profile's tokenizer."""
     special = class_special_ids(decode, tokenizer)
     spaced = decode.spaces_between_special_tokens and decode.class_special is not None
-    lead = " " if spaced and decode.leading_space else ""
+    lead = " " if spaced and decode.leading_space and not decode.skip_special_tokens else ""  # a skipped prompt token: no space
 
     def run(ids: Sequence[int], trim: bool, tokenizer) -> tuple[str, None]:
         if trim:

@@ -72,7 +72,7 @@ class HarmonyParser:
             return [_fields(m) for m in parser.messages[:done]] + [("final", None, None, self.tokenizer.decode(pending), Role.ASSISTANT)]
         return [_fields(m) for m in parser.messages]
 
-    def __call__(self, text: str, ids) -> tuple[str | None, str | None, list[tuple[str, str, None]]]:
+    def __call__(self, text: str, ids, request=None) -> tuple[str | None, str | None, list[tuple[str, str, None]]]:
         from openai_harmony import Role
 
         reasoning: list[str] = []

@@ -10,6 +10,11 @@
   dropped, or, when no argument text follows it at all, becomes the name of a call with "{}"); arguments are the
   text up to ``<|tool_call_end|>`` (or the section's end, or the end of the output) ``.strip()``ped, "{}"
   when empty; text between and after calls is dropped; whitespace-only content before calls is dropped.
+* The request (``pipeline.core.engines.request``): each call's arguments are corrected by the called
+  tool's parameter schema (``vllm_schema.fix_arg_types``: ``{"n": 5.0}`` under ``n: number`` comes back
+  ``{"n": 5}``); ``tool_choice`` ``none`` with tools declared suppresses the calls (the content keeps
+  its whitespace); the chat template kwargs ``thinking`` / ``enable_thinking`` set false turn reasoning
+  off (the text is all content, ``</think>`` no marker).
 * Everywhere: the literal text of a special token of Kimi's tokenizer class (``Decode.class_special``)
   that is not one of these markers is deleted.
 
@@ -20,10 +25,13 @@ from __future__ import annotations
 
 import re
 
+from .request import ASSUMED, NONE
+from .view import release
+from .vllm_schema import fix_arg_types
 from .vllm_decode import class_special_texts
 from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass, tool_pass
 
-__all__ = ["KimiK2Reasoning", "KimiK2Tools"]
+__all__ = ["KimiK2Reasoning", "KimiK2Tools", "thinking"]
 
 _TOOL_ID = re.compile(r"(?P<id>.+:\d+)")
 
@@ -53,24 +61,39 @@ def _config(profile, drop_texts, thinking: bool) -> EngineConfig:
     return EngineConfig(terminals, transitions, strip_reasoning=True, drop_texts=drop_texts)
 
 
+def thinking(request) -> bool:
+    """``KimiK2Parser.thinking_enabled``: on unless the chat template kwargs set ``thinking`` /
+    ``enable_thinking`` and neither is true."""
+    flag = request.template_flag("thinking", "enable_thinking")
+    return True if flag is None else flag
+
+
 class KimiK2Reasoning:
     __slots__ = ("config",)
 
     def __init__(self, profile, view, tokenizer):
         self.config = _config(profile, class_special_texts(view.decode, tokenizer), thinking=True)
 
-    def __call__(self, text: str) -> tuple[str | None, str | None]:
+    def __call__(self, text: str, request=ASSUMED) -> tuple[str | None, str | None]:
+        if not thinking(request):
+            return None, text
         return reasoning_pass(text, self.config, thinking=True)
 
 
 class KimiK2Tools:
-    __slots__ = ("config",)
+    __slots__ = ("configs", "int_first")
 
     def __init__(self, profile, view, tokenizer):
-        self.config = _config(profile, class_special_texts(view.decode, tokenizer), view.reasoning_parser is not None)
+        drop = class_special_texts(view.decode, tokenizer)
+        on = view.reasoning_parser is not None
+        self.configs = {True: _config(profile, drop, on), False: _config(profile, drop, False) if on else None}
+        self.int_first = release(view.version) >= (0, 33)  # 0.32 float()s a number first
 
-    def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, str]]]:
-        pieces, slots = tool_pass(text or "", self.config)
+    def __call__(self, text: str | None, request=ASSUMED) -> tuple[str | None, list[tuple[str, str, str]]]:
+        config = self.configs[True] if self.configs[False] is None or thinking(request) else self.configs[False]
+        pieces, slots = tool_pass(text or "", config)
+        if request.choice == NONE and request.tools:  # tool_choice "none": the calls suppressed
+            return "".join(pieces) or None, []
         calls = []
         for head, arguments in slots:
             m = _TOOL_ID.match(head.strip())
@@ -81,7 +104,10 @@ class KimiK2Tools:
             call_id = m.group("id").strip()
             name = call_id.split(":")[0].removeprefix("functions.")
             if name:
-                calls.append((name, arguments.strip() or "{}", call_id))
+                arguments = arguments.strip() or "{}"
+                if request.tools:
+                    arguments = fix_arg_types(arguments, request.properties(name), int_first=self.int_first)
+                calls.append((name, arguments, call_id))
         content = "".join(pieces)
         if slots and not content.strip():
             content = ""

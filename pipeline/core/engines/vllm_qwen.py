@@ -1,16 +1,18 @@
 """vLLM 0.32.0 serving Qwen3, restated: ``--reasoning-parser qwen3 --tool-call-parser hermes``.
 
 * Reasoning (``vllm/parser/qwen3.py`` through the parser engine, see ``vllm_engine``), only with
-  thinking on (the request's ``enable_thinking``; taken to be on exactly when the output opens
-  ``<think>``, as the model does then): ``<think>`` dropped, ``</think>`` ends the reasoning (a later
+  thinking on (the request's ``enable_thinking``, default on; when the request is not known, taken to
+  be on exactly when the output opens ``<think>``, as the model does then); the text starts as reasoning: ``<think>`` dropped, ``</think>`` ends the reasoning (a later
   ``</think>`` is deleted), so does ``<tool_call>`` (its text stays in the content); whitespace kept;
   the literal text of the tokenizer class's special tokens (``<|im_end|>``, ``<|endoftext|>``, ...)
-  deleted. With thinking off the text is all content, untouched.
+  deleted. With thinking off the text is all content, untouched. vLLM 0.33, thinking on: when the request's
+  prompt already closed the reasoning (``</think>`` after the last turn boundary), the text starts as content.
 * Tool calls (``hermes_tool_parser.py``): with ``<tool_call>`` in the text, every
   ``<tool_call>(.*?)</tool_call>`` (or an unclosed ``<tool_call>(.*)``) body is ``json.loads``ed and must
   be an object with ``name`` and ``arguments``, re-serialised ``json.dumps(..., ensure_ascii=False)``;
   the content is the text before the first ``<tool_call>``, unstripped (null when only whitespace). Any body that fails makes the
-  whole text content, no calls.
+  whole text content, no calls. With ``tool_choice`` ``none`` (or no tools declared) the parser is not
+  run: the content passes unchanged. No schema correction: the arguments are the model's JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import json
 import re
 
+from .request import ASSUMED, NONE
+from .view import release
 from .vllm_decode import class_special_texts
 from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass
 
@@ -51,15 +55,35 @@ def _config(profile, drop_texts) -> EngineConfig:
 
 
 class Qwen3Reasoning:
-    __slots__ = ("config", "think_begin")
+    __slots__ = ("config", "think_begin", "prompt_rule", "ends", "opens", "bounds")
 
     def __init__(self, profile, view, tokenizer):
         self.config = _config(profile, class_special_texts(view.decode, tokenizer))
-        self.think_begin = profile.texts["think_begin"]
+        t, ids = profile.texts, tokenizer.special_tokens
+        self.think_begin = t["think_begin"]
+        # vLLM 0.33: the parser starts in content when the prompt closed the reasoning: scanning the prompt
+        # back, a reasoning end (</think>, <tool_call>) before a <think> or a turn boundary.
+        self.prompt_rule = release(view.version) >= (0, 33)
+        self.ends = frozenset(ids[x] for x in (t["think_end"], t["tool_call_begin"]) if x in ids)
+        self.opens = ids.get(t["think_begin"])
+        self.bounds = frozenset(ids[x] for x in ("<|im_start|>", "<|im_end|>") if x in ids)
 
-    def __call__(self, text: str) -> tuple[str | None, str | None]:
-        if not text.startswith(self.think_begin):  # thinking off: the parser returns the text as it is
+    def _prompt_closed(self, prompt_ids) -> bool:
+        for token in reversed(prompt_ids):
+            if token in self.ends:
+                return True
+            if token == self.opens or token in self.bounds:
+                return False
+        return False
+
+    def __call__(self, text: str, request=ASSUMED) -> tuple[str | None, str | None]:
+        on = request.template_flag("enable_thinking")
+        if on is None:  # the request does not say: the output opens <think> exactly when thinking is on
+            on = text.startswith(self.think_begin)
+        if not on:  # thinking off: the parser returns the text as it is
             return None, text
+        if self.prompt_rule and request.prompt_ids and self._prompt_closed(request.prompt_ids):
+            return reasoning_pass(text, self.config, thinking=False)
         return reasoning_pass(text, self.config, thinking=True)
 
 
@@ -72,8 +96,8 @@ class HermesTools:
         b, e = re.escape(t["tool_call_begin"]), re.escape(t["tool_call_end"])
         self.regex = re.compile(f"{b}(.*?){e}|{b}(.*)", re.DOTALL)
 
-    def __call__(self, text: str | None) -> tuple[str | None, list[tuple[str, str, None]]]:
-        if text is None or self.begin not in text:  # DelegatingParser passes the content on unchanged (null stays null)
+    def __call__(self, text: str | None, request=ASSUMED) -> tuple[str | None, list[tuple[str, str, None]]]:
+        if text is None or self.begin not in text or request.choice == NONE:  # DelegatingParser passes the content on unchanged (null stays null)
             return text, []
         try:
             calls = []

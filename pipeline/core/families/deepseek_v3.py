@@ -11,7 +11,7 @@ format SGLang's ``DeepSeekV3Detector`` documents):
 
 from __future__ import annotations
 
-from ..engines.view import sglang, vllm
+from ..engines.view import sglang, vllm_views
 from .spec import ProfileSpec, ToolCallFormat
 
 __all__ = ["SPECS"]
@@ -43,7 +43,7 @@ SPECS = (
         ),
         # vLLM: its deepseek_v3 parser leaves skip_special_tokens on; the tool markers are not special.
         views={"sglang": sglang(None, "deepseekv3"),
-               "vllm": vllm(None, "deepseek_v3", skip_special_tokens=True, class_ordinary=_ORDINARY)},
+               **vllm_views(None, "deepseek_v3", skip_special_tokens=True, class_ordinary=_ORDINARY)},
         description="DeepSeek-V3: content, <｜tool▁calls▁begin｜> calls with JSON code-block arguments "
         "<｜tool▁calls▁end｜>, <｜end▁of▁sentence｜>; no thinking.",
     ),

@@ -9,7 +9,7 @@ layout: ``OwnLayout``); the `sglang` view is SGLang 0.5.23's gpt-oss parsers, re
 
 from __future__ import annotations
 
-from ..engines.view import sglang, vllm
+from ..engines.view import sglang, vllm_views
 from . import gpt_oss_layout
 from .spec import OwnLayout, ProfileSpec
 
@@ -40,7 +40,7 @@ SPECS = (
         # SGLang's detokenizer keeps <|call|> (200012) for --tool-call-parser gpt-oss
         # vLLM parses the ids with openai-harmony (its HarmonyParser), whatever the detokenized text.
         views={"sglang": sglang("gpt-oss", "gpt-oss", keeps_stops=("<|call|>",)),
-               "vllm": vllm("openai_gptoss", "openai", class_ordinary=())},
+               **vllm_views("openai_gptoss", "openai", class_ordinary=())},
         own_layout=OwnLayout(bind=gpt_oss_layout.bind, reconstruct=gpt_oss_layout.reconstruct,
                              split=gpt_oss_layout.split_harmony),
         description="gpt-oss (harmony format, openai-harmony): analysis, commentary and final messages; "

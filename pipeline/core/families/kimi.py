@@ -3,7 +3,7 @@ SGLang serves Kimi with ``--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`
 
 from __future__ import annotations
 
-from ..engines.view import View, sglang, sglang_legacy, vllm
+from ..engines.view import View, sglang, sglang_legacy, vllm_views
 from .spec import ProfileSpec, ToolCallFormat
 
 # What Kimi's tokenizer class (TikTokenTokenizer, the model repository's Python, through which both
@@ -17,8 +17,8 @@ _K25_CLASS_SPECIAL = _KIMI_CLASS_SPECIAL + ("<|media_begin|>", "<|media_content|
 def _views(reasoning: str | None, tool: str | None, class_special: tuple[str, ...]) -> dict[str, View]:
     served = sglang(reasoning, tool, call_id="functions.{name}:{index}")  # serving_chat rebuilds Kimi's ids
     # K2's generation prompt ends <|im_middle|>, one of the class's specials; K2.5's ends <think>, not one.
-    served_by_vllm = vllm(reasoning, tool, class_special=class_special, leading_space=reasoning is None)
-    return {"sglang": served, "sglang-legacy": sglang_legacy(served), "vllm": served_by_vllm}
+    served_by_vllm = vllm_views(reasoning, tool, class_special=class_special, leading_space=reasoning is None)
+    return {"sglang": served, "sglang-legacy": sglang_legacy(served), **served_by_vllm}
 
 
 _KIMI_TOOL_MARKERS = {
@@ -78,6 +78,6 @@ SPECS = (
         prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
         description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
         # vLLM without parsers keeps skip_special_tokens on (its default): the class's specials are skipped.
-        views={**_views(None, None, ()), "vllm": vllm(skip_special_tokens=True)},
+        views={**_views(None, None, ()), **vllm_views(skip_special_tokens=True)},
     ),
 )

@@ -14,7 +14,7 @@ on ``<|im_end|>`` and ``<|endoftext|>`` (Qwen3's generation_config eos ids).
 
 from __future__ import annotations
 
-from ..engines.view import sglang, vllm
+from ..engines.view import sglang, vllm_views
 from .spec import ProfileSpec, ToolCallFormat
 
 __all__ = ["SPECS"]
@@ -45,7 +45,7 @@ SPECS = (
             content_separator="\n",
             strips_content=True,
         ),
-        views={"sglang": sglang("qwen3", "qwen25"), "vllm": vllm("qwen3", "hermes", class_ordinary=_ORDINARY)},
+        views={"sglang": sglang("qwen3", "qwen25"), **vllm_views("qwen3", "hermes", class_ordinary=_ORDINARY)},
         description="Qwen3 hybrid thinking: <think>\\n...\\n</think>\\n\\n, content, <tool_call> JSON blocks, <|im_end|>; "
         "with thinking off (enable_thinking=false) no think block.",
     ),

@@ -1,0 +1,153 @@
+"""The ``sglang`` views answer the request as sglang 0.5.23 does: 400 random schema-bearing requests per
+family (Kimi K2.5, Kimi K2, Qwen3, DeepSeek-V3), each with calls written against its tools, compared
+field by field with sglang's own detectors given the request's tools.
+
+The requests (``vllm_support/schemas.py``) declare typed tools (or none) with ``tool_choice`` auto,
+unset or ``none``. sglang functions called (nothing stubbed): ``KimiK2Detector`` / ``Qwen25Detector`` /
+``DeepSeekV3Detector`` ``.has_tool_call`` and ``.detect_and_parse(text, tools)`` with the request's tools as
+``protocol.Tool`` objects, after ``ReasoningParser(...).parse_non_stream``. Around them serving_chat,
+restated as the other sglang differential tests restate it, plus ``_tool_call_parsing_active``: the tool
+parser runs only when the request declares tools and ``tool_choice`` is not ``none`` (none of these
+detectors ``parses_without_tools``). What the request changes in sglang's answer: a bare-counter Kimi call
+is named from the tools' schemas (``_infer_tool_name``) or dropped; Qwen3's and DeepSeek's detectors drop
+calls to undeclared tools; without tools or with ``none`` the text stays whole. No schema coercion: the
+detectors pass Kimi's arguments verbatim and re-serialise the JSON families' with ``json.dumps``.
+
+``tool_choice`` ``required`` or a named tool is not covered: sglang then constrains the output with a
+grammar and its parsing depends on the structural-tag set-up of the server; the views parse such a
+request as ``auto``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pipeline.core.engines.request import request_of
+from pipeline.core.profiles import bind_profile
+from pipeline.core.tokenizer import load_tokenizer
+from pipeline.core.views import api_view
+from sglang_support import import_sglang_modules
+from sglang_support import family_outputs as fo
+from sglang_support import kimi_outputs as ko
+from vllm_support.schemas import random_arguments, random_request
+
+reasoning_parser, kimik2, qwen25, deepseekv3, protocol = import_sglang_modules(
+    "sglang.srt.parser.reasoning_parser",
+    "sglang.srt.function_call.kimik2_detector",
+    "sglang.srt.function_call.qwen25_detector",
+    "sglang.srt.function_call.deepseekv3_detector",
+    "sglang.srt.entrypoints.openai.protocol",
+)
+CASES = 400
+NAMES = ("get_weather", "search", "read_file", "book.flight", "run-cmd")
+
+
+def _tools(sent):
+    return [protocol.Tool(function=protocol.Function(name=t["function"]["name"], parameters=t["function"]["parameters"]))
+            for t in sent or []]
+
+
+def sglang_response(ids, finish, profile, tokenizer, family, sent, choice) -> dict:
+    """What sglang 0.5.23 returns for these ids answering this request, computed by its own parsers."""
+    if ids and ids[-1] in profile.stop_ids:
+        ids = ids[:-1]
+    text = tokenizer.decode(ids)
+    reasoning = None
+    kind, thinking = {"kimi-k2.5": ("kimi_k2", True), "kimi-k2": (None, False), "qwen3": ("qwen3", True),
+                      "deepseek-v3": (None, False)}[family]
+    if kind:
+        parser = reasoning_parser.ReasoningParser(model_type=kind, stream_reasoning=False, force_reasoning=thinking)
+        reasoning, text = parser.parse_non_stream(text)
+    detector = {"kimi-k2.5": kimik2.KimiK2Detector, "kimi-k2": kimik2.KimiK2Detector, "qwen3": qwen25.Qwen25Detector,
+                "deepseek-v3": deepseekv3.DeepSeekV3Detector}[family]()
+    tool_calls = None
+    if sent and choice != "none" and detector.has_tool_call(text):
+        try:
+            result = detector.detect_and_parse(text, _tools(sent))
+        except Exception:  # serving_chat's catch-all: the text stays whole, no calls
+            result = None
+        if result is not None:
+            text = result.normal_text
+            if result.calls:
+                ids_format = "functions.{name}:{index}" if family.startswith("kimi") else "call_{index:024x}"
+                tool_calls = [{"id": ids_format.format(name=c.name, index=n), "type": "function",
+                               "function": {"name": c.name, "arguments": c.parameters}} for n, c in enumerate(result.calls)]
+                if finish == "stop":
+                    finish = "tool_calls"
+    return {"reasoning": reasoning or None, "content": text or "", "tool_calls": tool_calls, "finish_reason": finish}
+
+
+def _writer(family, tokenizer, profile):
+    if family.startswith("kimi"):
+        def write(calls, rng):
+            heads = [(f"functions.{n}:{i}" if rng.random() < 0.7 else str(i), a) for i, (n, a) in enumerate(calls)]
+            return ko.kimi_ids(tokenizer, profile, "r", rng.choice(("", "Let me check.")), heads)
+    elif family == "qwen3":
+        def write(calls, rng):
+            return fo.qwen3_ids(tokenizer, profile, "\nr\n", rng.choice(("", "Let me check.")), [fo.qwen3_call(n, a) for n, a in calls])
+    else:
+        def write(calls, rng):
+            return fo.deepseek_ids(tokenizer, profile, rng.choice(("", "Let me check.")), [fo.deepseek_call(n, a) for n, a in calls])
+    return write
+
+
+def _cases(family, tokenizer, profile, seed):
+    rng = random.Random(seed)
+    write = _writer(family, tokenizer, profile)
+    out = []
+    while len(out) < CASES:
+        tools, sent, choice = random_request(rng, NAMES)
+        if choice not in (None, "auto", "none"):
+            continue
+        calls = []
+        for _ in range(rng.choice((0, 1, 1, 2, 3))):
+            tool = rng.choice(tools)
+            calls.append((tool["function"]["name"] if rng.random() < 0.85 else "undeclared_tool", random_arguments(rng, tool)))
+        ids, finish = write(calls, rng), "stop"
+        if rng.random() < 0.2:
+            ids, finish = ids[: rng.randint(0, len(ids) - 1)], "length"
+        out.append((ids, finish, sent, choice))
+    return out
+
+
+@pytest.mark.parametrize("family", ["kimi-k2.5", "kimi-k2", "qwen3", "deepseek-v3"])
+def test_schema_bearing_requests_agree_with_sglang(family):
+    tokenizer = load_tokenizer(family)
+    profile = bind_profile(family, tokenizer)
+    disagree, changed = [], 0
+    for n, (ids, finish, sent, choice) in enumerate(_cases(family, tokenizer, profile, 3320 + len(family))):
+        expected = sglang_response(ids, finish, profile, tokenizer, family, sent, choice)
+        got = api_view(ids, finish, profile, tokenizer, "sglang", request_of(sent, choice))
+        changed += got != api_view(ids, finish, profile, tokenizer, "sglang")
+        if got != expected:
+            disagree.append(f"#{n} ({finish}) {choice!r} {[t['function']['name'] for t in sent or []]}\n"
+                            f"  text {tokenizer.decode(ids)!r}\n  view   {got!r}\n  sglang {expected!r}")
+    assert not disagree, f"{len(disagree)}/{CASES} disagree:\n" + "\n".join(disagree[:5])
+    assert changed >= 40, (family, changed)  # the request matters in a good share of the cases
+
+
+def test_the_request_named_behaviours_are_what_sglang_does():
+    """A bare-counter Kimi call is named by the schema its arguments fit best; Qwen3's detector drops a
+    call to an undeclared tool; with ``tool_choice`` ``none`` the markup stays in the content."""
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {k: {"type": "string"}}}}}
+             for n, k in (("get_weather", "city"), ("search", "q"))]
+    tokenizer = load_tokenizer("kimi-k2.5")
+    profile = bind_profile("kimi-k2.5", tokenizer)
+    ids = ko.kimi_ids(tokenizer, profile, "r", "", [("0", '{"q": "x"}')])
+    expected = sglang_response(ids, "stop", profile, tokenizer, "kimi-k2.5", tools, "auto")
+    assert expected["tool_calls"][0]["function"]["name"] == "search"
+    assert api_view(ids, "stop", profile, tokenizer, "sglang", request_of(tools, "auto")) == expected
+    assert api_view(ids, "stop", profile, tokenizer, "sglang")["tool_calls"] is None  # no schemas known: dropped
+
+    tokenizer = load_tokenizer("qwen3")
+    profile = bind_profile("qwen3", tokenizer)
+    ids = fo.qwen3_ids(tokenizer, profile, "\nr\n", "", [fo.qwen3_call("search", {"q": 1}), fo.qwen3_call("other", {"q": 2})])
+    expected = sglang_response(ids, "stop", profile, tokenizer, "qwen3", tools, None)
+    assert [c["function"]["name"] for c in expected["tool_calls"]] == ["search"]
+    got = api_view(ids, "stop", profile, tokenizer, "sglang", request_of(tools, None))
+    assert [c["function"]["name"] for c in got["tool_calls"]] == ["search"]
+    none = sglang_response(ids, "stop", profile, tokenizer, "qwen3", tools, "none")
+    assert none["tool_calls"] is None and "<tool_call>" in none["content"]
+    assert api_view(ids, "stop", profile, tokenizer, "sglang", request_of(tools, "none")) == none

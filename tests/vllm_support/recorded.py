@@ -1,0 +1,62 @@
+"""Engine responses recorded as data, one file per engine release, under ``tests/engine_responses/``.
+
+``scripts/record-engine-responses`` runs an engine release's own code (vLLM's detokenizer, parsers and
+chat-response assembly through ``driver.py``; no server, no model) on every differential case of
+``cases.all_groups()`` and writes what it returned, with the engine's name and version, as
+``<engine>-<version>.json.gz``. ``tests/test_engine_releases.py`` then checks every view standing for a
+recorded release against it without that release installed.
+
+The cases themselves are not stored: they are rebuilt from their seeds. Each recorded case keeps a
+digest of its input (ids, finish reason, request), so a change to the case generators shows as "cases
+changed since recording" instead of a silent comparison with another input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+__all__ = ["RECORDED", "case_digest", "group_key", "write_release", "read_release", "releases"]
+
+RECORDED = Path(__file__).resolve().parents[1] / "engine_responses"
+FIELDS = ("reasoning", "content", "tool_calls", "finish_reason")
+
+
+def case_digest(case: dict) -> str:
+    """A digest of what a case feeds the engine: ids, finish reason, tools and tool_choice."""
+    data = json.dumps({k: case.get(k) for k in ("ids", "finish", "tools", "tool_choice")}, sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def group_key(group) -> str:
+    """A group's name in a recording: its family, chat template kwargs and label."""
+    key = f"{group.family} {json.dumps(group.setup.get('chat_template_kwargs') or {}, sort_keys=True)}"
+    return f"{key} {group.label}" if group.label else key
+
+
+def write_release(engine: str, version: str, groups, responses, folder: Path = RECORDED) -> Path:
+    """Write one release's responses to every case of every group (``responses`` in the groups' order)."""
+    doc = {"engine": engine, "version": version, "recorded_by": "scripts/record-engine-responses", "groups": {}}
+    for group, answers in zip(groups, responses):
+        cases = {}
+        for name, answer in zip(group.cases, answers):
+            if "error" in answer:
+                raise RuntimeError(f"{engine} {version}: {group_key(group)} {name}: the engine failed: {answer['error']}")
+            cases[name] = {"digest": case_digest(group.driver_case(name)), "response": {k: answer.get(k) for k in FIELDS}}
+        doc["groups"][group_key(group)] = cases
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{engine}-{version}.json.gz"
+    data = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    return path
+
+
+def read_release(path: Path) -> dict:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+def releases(folder: Path = RECORDED) -> list[Path]:
+    return sorted(folder.glob("*.json.gz"))
