@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.core.fidelity import EXACT, Judge, Verdict
+from pipeline.core.own_code import judged_label, snapshot_suffix
 from pipeline.core.golden import DEFAULT_VIEW, MANIFEST_FILE, SAMPLES_FILE, GoldenError, GoldenSample, Manifest, load_manifest
-from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes
+from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes, unreadable_files
 
 from .index import SampleIndex
 from .snapshots import SNAPSHOT_BASENAME, snapshot_key, stored_names
@@ -111,14 +112,10 @@ class DatasetRun:
         """What ``index`` holds: the sample index, and the sha256 of the dataset's other files."""
         return SampleIndex(self.dir / SAMPLES_FILE), golden_file_hashes(self.dir, skip=(MANIFEST_FILE, SAMPLES_FILE))
 
-    @property
-    def indexed(self) -> bool:
-        return self._index is not None
+    indexed = property(lambda self: self._index is not None)
 
     def unreadable_files(self) -> dict[str, str]:
         """The dataset's files (other than its manifest and samples) that could not be read -> why."""
-        from pipeline.core.pins import unreadable_files
-
         _ = self.index  # read with it
         return unreadable_files(self._other_files or {})
 
@@ -245,17 +242,11 @@ class DatasetRun:
 
     @property
     def judged_code(self) -> str:
-        """The project's own code judged, as a failure names it ("": tokfidelity's own)."""
-        if self.trainer_spec and self.reconstructor is not None:
-            return f" (judged: trainer {self.reconstructor.name})"
-        own = [f"{what} {f.name}" for what, f in (("reconstruction", self.reconstructor), ("rendering", self.renderer)) if f]
-        return f" (judged: {', '.join(own)})" if own else ""
+        return judged_label(self.reconstructor, self.renderer, bool(self.trainer_spec))
 
     @property
     def snapshot_basename(self) -> str:
         """The snapshot file's name (without extension): each reconstructor and renderer reviews its own divergences."""
-        from pipeline.core.own_code import snapshot_suffix
-
         return SNAPSHOT_BASENAME + snapshot_suffix(self.reconstructor, self.renderer)
 
     @property

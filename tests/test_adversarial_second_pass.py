@@ -16,6 +16,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.core import gate, shards
+from pipeline.core.names import profile_views
 from pipeline.core.decision import DATASET_CHECKS, Counts
 from pipeline.core.golden import load_manifest
 from pipeline.core.shards import Shard
@@ -436,7 +437,7 @@ def generate_folder(root: Path, *records: dict, run=None) -> Path:
 
 
 @pytest.mark.parametrize("changes, field, expected", [
-    ({"view": ["vllm"]}, "view", "one of the profile's views (sglang, sglang-legacy, vllm)"),
+    ({"view": ["vllm"]}, "view", f"one of the profile's views ({', '.join(profile_views('chatml'))})"),
     ({"view": 5}, "view", "one of the profile's views"),
     ({"view": "vllm-spaces"}, "view", "one of the profile's views"),
     ({"response": "Hello"}, "response", "the chat completion the server sent"),

@@ -143,6 +143,14 @@ def _import(name: str, search: Sequence[os.PathLike | str]):
     return importlib.import_module(name)
 
 
+def judged_label(reconstructor: OwnFunction | None, renderer: OwnFunction | None, trainer: bool) -> str:
+    """The project's own code judged, as a sample's failure names it ("": tokfidelity's own)."""
+    if trainer and reconstructor is not None:
+        return f" (judged: trainer {reconstructor.name})"
+    own = [f"{what} {f.name}" for what, f in (("reconstruction", reconstructor), ("rendering", renderer)) if f]
+    return f" (judged: {', '.join(own)})" if own else ""
+
+
 def snapshot_suffix(reconstructor: OwnFunction | None, renderer: OwnFunction | None) -> str:
     """What sets a user's reviewed divergences apart from tokfidelity's (and one function's from
     another's): "" for tokfidelity's own, else ``@NAME`` per function with unsafe characters replaced."""
