@@ -37,16 +37,22 @@ def file_sha256(path: str | os.PathLike) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _dataset_files(dataset_dir: Path) -> Iterable[tuple[str, Path]]:
-    """(relative name, path) of every file of a dataset folder, following symlinked folders (each
-    real folder once, so a link loop ends)."""
+def _walk_each_folder_once(folder: Path) -> Iterable[tuple[str, list[str], list[str]]]:
+    """``os.walk`` following symlinked folders, each real folder once (so a link loop ends)."""
     seen: set[str] = set()
-    for root, dirs, files in os.walk(dataset_dir, followlinks=True):
+    for root, dirs, files in os.walk(folder, followlinks=True):
         real = os.path.realpath(root)
         if real in seen:
             dirs[:] = []
             continue
         seen.add(real)
+        yield root, dirs, files
+
+
+def _dataset_files(dataset_dir: Path) -> Iterable[tuple[str, Path]]:
+    """(relative name, path) of every file of a dataset folder, following symlinked folders (each
+    real folder once, so a link loop ends)."""
+    for root, dirs, files in _walk_each_folder_once(dataset_dir):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
             path = Path(root) / name
@@ -61,13 +67,7 @@ def folder_reaching(dataset_dir: str | os.PathLike, target: str | os.PathLike) -
     files would be pinned as the dataset's. None: no entry reaches it."""
     dataset_dir = Path(dataset_dir)
     real_target = Path(os.path.realpath(target))
-    seen: set[str] = set()
-    for root, dirs, files in os.walk(dataset_dir, followlinks=True):
-        real = os.path.realpath(root)
-        if real in seen:
-            dirs[:] = []
-            continue
-        seen.add(real)
+    for root, dirs, files in _walk_each_folder_once(dataset_dir):
         for path in (Path(root), *(Path(root) / n for n in (*dirs, *files) if os.path.islink(Path(root) / n))):
             resolved = Path(os.path.realpath(path))
             if resolved == real_target or resolved in real_target.parents:
