@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import open_input, read_input
+from ..core.golden import DEFAULT_VIEW
 from ..core.tokenizer import Tokenizer
 from .export import EXPORT_META_FILE as EXPORT_META
 from .export import NOT_RECORDED, SEAL_FIELD, TRAIN_FILE, export_seal
@@ -129,7 +130,7 @@ _UNCHECKED = object()
 
 
 def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str, judged: frozenset[str] | None = None,
-                     assumed_view: str = "sglang", open_command: str = "", template_sha256: Any = _UNCHECKED) -> str:
+                     assumed_view: str = DEFAULT_VIEW, open_command: str = "", template_sha256: Any = _UNCHECKED) -> str:
     """The records must come from the tokenizer the gate of ``dataset`` verified, with the chat template it
     verified (``template_sha256``, the gate record's; not checked when not given), through views it judged
     (``judged``; None: not checked), and every file of the build folder must be the one ``tokfidelity build``
@@ -159,7 +160,7 @@ def check_built_with(build_dir: Path, gated: Tokenizer, dataset: str, judged: fr
     return f"verified {', '.join(verified)} against {meta_path} (each file hashed once){note}"
 
 
-def gated_build(data: os.PathLike | str, tokenizer_spec: str, status: Any, assumed_view: str = "sglang") -> tuple[Path, Path, str]:
+def gated_build(data: os.PathLike | str, tokenizer_spec: str, status: Any, assumed_view: str = DEFAULT_VIEW) -> tuple[Path, Path, str]:
     """(train.jsonl, build folder, what was verified) of ``--data``, checked against the open gate ``status``
     (a GateStatus: its tokenizer, chat template and judged views; ``assumed_view`` for records that record
     none) and the file pins of export.json; ValueError naming the problem."""

@@ -44,6 +44,7 @@ from .client import ApiError, ChatClient, ChatResult, RetryPolicy
 from .engine_check import compare_engine_ids, hidden_reasoning_tokens, prompt_render_result
 from .engine_ids import EngineIdsError, returned_ids
 from ..core.fidelity import Judge
+from ..core.golden import DEFAULT_VIEW
 from ..core.jsonl import JsonLineError, json_lines
 from ..core.profiles import Profile
 from .prompts import Prompt
@@ -213,7 +214,7 @@ def check_record(prompt: Prompt, body: Mapping[str, Any], profile: Profile, toke
         record["prompt_render"] = prompt_render_result(prompt, returned, profile, tokenizer)
         if detail is None:
             reproduce = views_reproduce(output_ids, turn, profile, tokenizer)
-            comparison = compare_engine_ids(prompt.id, output_ids, finish, body, judge or Judge(profile, tokenizer, "sglang"))
+            comparison = compare_engine_ids(prompt.id, output_ids, finish, body, judge or Judge(profile, tokenizer, DEFAULT_VIEW))
             check, detail = _usage_check(len(output_ids), usage, "the server returned")
             if check == "ok" and not comparison.exact:
                 divergence = comparison.divergence
@@ -384,7 +385,7 @@ def run_generation(
     if not todo:
         return result
     writer = JsonlAppender(records_path, fsync=job.fsync, mask=job.mask)
-    judge = Judge(job.profile, job.tokenizer, "sglang")  # judges only recorded responses: the view is unused
+    judge = Judge(job.profile, job.tokenizer, DEFAULT_VIEW)  # judges only recorded responses: the view is unused
 
     async def main() -> None:
         pending = iter(todo)
