@@ -14,6 +14,7 @@ file (samples, manifests, prompts, records, pinned files) is opened through it o
 from __future__ import annotations
 
 import errno
+import json
 import os
 import secrets
 import stat
@@ -131,3 +132,17 @@ def read_input(path: os.PathLike | str) -> bytes:
     """The bytes of an input file (``open_input``'s checks first)."""
     with open_input(path) as f:
         return f.read()
+
+
+def read_json_object(path: os.PathLike | str, remedy: str) -> dict:
+    """The JSON object a tool of ours wrote at ``path``. ValueError naming the file and what is wrong with it
+    (unreadable, not JSON, nested past the parser's depth, not an object), then ``remedy``: what to do."""
+    try:
+        data = json.loads(read_input(path).decode("utf-8"))
+    except OSError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror or e})") from None
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
+        raise ValueError(f"{path}: not valid JSON ({e or 'nested too deeply'}); {remedy}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object; {remedy}")
+    return data

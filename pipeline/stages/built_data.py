@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..core.files import open_input, read_input
+from ..core.files import open_input, read_json_object
 from ..core.golden import DEFAULT_VIEW
 from ..core.tokenizer import Tokenizer
 from .export import EXPORT_META_FILE as EXPORT_META
@@ -44,14 +44,7 @@ def file_pin(path: Path) -> dict[str, Any]:
 def _read_meta(meta_path: Path) -> dict[str, Any]:
     if not meta_path.is_file():
         raise ValueError(f"{meta_path} is missing: only `tokfidelity build` output can be used (it records the tokenizer)")
-    try:
-        meta = json.loads(read_input(meta_path).decode("utf-8"))
-    except OSError as e:
-        raise ValueError(f"{meta_path}: cannot be read ({e.strerror or e})") from None
-    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
-        raise ValueError(f"{meta_path}: not valid JSON ({e}); run `tokfidelity build` again") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{meta_path}: expected a JSON object; run `tokfidelity build` again")
+    meta = read_json_object(meta_path, "run `tokfidelity build` again")
     if SEAL_FIELD not in meta:
         raise ValueError(f"{meta_path}: field {SEAL_FIELD!r} is missing (an older `tokfidelity build`, or not its output); "
                          "run `tokfidelity build` again")

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.files import read_input
+from ..core.files import read_json_object
 from ..core.golden import DEFAULT_VIEW, write_dataset
 from ..core.names import profile_views
 from .capture.chat_engine import response_message
@@ -44,14 +44,7 @@ def _natural(sample_id) -> tuple[list, str]:
 
 def _read_run(run_path: Path) -> dict:
     """run.json of a generate folder, with the fields golden-from needs; ValueError naming the file and field."""
-    try:
-        run = json.loads(read_input(run_path).decode("utf-8"))
-    except OSError as e:
-        raise ValueError(f"{run_path}: cannot be read ({e.strerror or e})") from None
-    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
-        raise ValueError(f"{run_path}: not valid JSON ({e or 'nested too deeply'}); is this a `tokfidelity generate` --out folder?") from None
-    if not isinstance(run, dict):
-        raise ValueError(f"{run_path}: expected a JSON object (a `tokfidelity generate` run.json)")
+    run = read_json_object(run_path, "is this a `tokfidelity generate` --out folder?")
     spec = run.get("tokenizer_spec") or run.get("tokenizer")
     if not isinstance(run.get("profile"), str) or not profile_views(run["profile"]):
         raise ValueError(f"{run_path}: field 'profile': expected a profile name, got {run.get('profile')!r}")

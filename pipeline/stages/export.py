@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.fidelity import vocabulary_problem
-from ..core.files import atomic_path, atomic_write, open_input
+from ..core.files import atomic_path, atomic_write, open_input, read_json_object
 from ..core.jsonl import json_lines
 from ..core.profiles import Profile
 from ..core.prompt_check import PromptJudge
@@ -120,12 +120,9 @@ def open_build_input(folder: os.PathLike | str) -> BuildInput:
         from .generate import RECORDS_FILE
 
         run_path = folder / "run.json"
-        try:
-            run = json.loads(run_path.read_text(encoding="utf-8"))
-        except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, or nested past the parser's depth
-            raise ValueError(f"{run_path}: not valid JSON ({e or 'nested too deeply'})") from None
-        spec = (run.get("tokenizer_spec") or run.get("tokenizer")) if isinstance(run, dict) else None
-        if not isinstance(run, dict) or not isinstance(run.get("profile"), str) or not isinstance(spec, str):
+        run = read_json_object(run_path, "is this a `tokfidelity generate` --out folder?")
+        spec = run.get("tokenizer_spec") or run.get("tokenizer")
+        if not isinstance(run.get("profile"), str) or not isinstance(spec, str):
             raise ValueError(f"{run_path}: fields 'profile' and 'tokenizer' missing (is this a `tokfidelity generate` --out folder?)")
         return BuildInput("generations", folder / RECORDS_FILE, run["profile"], spec)
     raise ValueError(
