@@ -1,7 +1,8 @@
 """Collection of the fidelity suite: each dataset's own ``samples.jsonl`` is the test file.
 
 A dataset ``golden/B3/`` is collected as the file ``golden/B3/samples.jsonl`` (``DatasetFile``,
-made by the session's ``pytest_collect_file`` for the datasets of the run), so that a test's node id
+made by the session's ``pytest_collect_file`` for the datasets of the run, and handed the dataset's
+``DatasetRun`` and the process's ``Checks``, which its items run), so that a test's node id
 is a path and a name pytest selects by itself: ``golden/B3/samples.jsonl::b3-0005`` runs that
 sample, ``golden/B3/samples.jsonl::test_manifest`` that check, ``golden/B3/samples.jsonl`` the
 whole dataset. In the file: ``test_manifest``, then one ``SampleItem`` per sample, named by
@@ -31,7 +32,7 @@ from .pytest_adapter import internals_checked, share_location
 
 __all__ = [
     "SAMPLE_TEST", "GATE_TEST", "PROPERTY", "FIRST_CHECKS", "LAST_CHECKS", "DatasetFile", "SampleItem", "CheckItem", "sample_item_name",
-    "tag", "sample_cases", "dataset_of",
+    "tag", "sample_cases", "dataset_run_of",
 ]
 
 SAMPLE_TEST = "test_fidelity"  # the check name of a sample's test (in user_properties, counts, snapshot keys)
@@ -60,9 +61,10 @@ def _suite():
 class DatasetFile(pytest.File):
     """A dataset's ``samples.jsonl`` as a test file: its checks and one test per sample."""
 
-    def __init__(self, *, dataset: Any, cases: list[tuple[int, int, int]], gate: bool = False, **kwargs: Any):
+    def __init__(self, *, dataset: Any, checks: Any, cases: list[tuple[int, int, int]], gate: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
         self.dataset = dataset  # the DatasetRun
+        self.checks = checks  # the process's Checks (checks.py): what the file's tests assert
         self.cases = cases  # (dataset position, sample position, view position) of each sample test, in order
         self.gate = gate  # the command line names this file's test_gate_policy: collect it (it checks the record)
         self.extra_keyword_matches.add(dataset.name)  # -k DATASET selects its tests, as the folder's name does
@@ -106,9 +108,7 @@ class SampleItem(pytest.Item):
         return _suite().test_fidelity
 
     def runtest(self) -> None:
-        from .session import session_of
-
-        session_of(self.config).check_sample(self.case, self)
+        self.parent.checks.check_sample(self.case, self)
 
     def reportinfo(self):
         # line 0, not None: pytest needs a line where a mark skips the item (its skip report points there)
@@ -127,22 +127,16 @@ class CheckItem(pytest.Item):
         return getattr(_suite(), self.name)
 
     def runtest(self) -> None:
-        from .session import session_of
-
-        session_of(self.config).check_dataset(self.name, self.dataset)
+        self.parent.checks.check_dataset(self.name, self.dataset)
 
     def reportinfo(self):
         return self.path, 0, self.name
 
 
-def dataset_of(item: pytest.Item) -> int | None:
-    """The position of the dataset a fidelity-suite test belongs to (None: another test)."""
+def dataset_run_of(item: pytest.Item) -> Any:
+    """The ``DatasetRun`` a fidelity-suite test belongs to, which its file was handed (None: another test)."""
     kind = type(item)
-    if kind is SampleItem:
-        return item.case[0]
-    if kind is CheckItem:
-        return item.dataset
-    return None
+    return item.parent.dataset if kind is SampleItem or kind is CheckItem else None
 
 
 def tag(item: pytest.Item, dataset: str, check: str) -> None:

@@ -156,7 +156,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if (problem := _pipeline_package_problem()) is not None:
         raise pytest.UsageError(problem)
-    from .session import PLUGIN_NAME, FidelitySession
+    from .keys import REPORT_PLUGIN, RESULTS_PLUGIN, SESSION_PLUGIN
+    from .session import FidelitySession
 
     opt = config.option
     if opt.tokfidelity_sample is not None and opt.tokfidelity_sample < 1:
@@ -194,16 +195,16 @@ def pytest_configure(config: pytest.Config) -> None:
     for ds in session.datasets:
         if (problem := state_dir_problem(ds.dir, state_dir)) is not None:
             raise pytest.UsageError(f"--tokfidelity-state-dir: {problem}")
-    config.pluginmanager.register(session, PLUGIN_NAME)
+    config.pluginmanager.register(session, SESSION_PLUGIN)
     if opt.tokfidelity_report:
-        from .results import RESULTS_PLUGIN_NAME, ResultsRecorder
+        from .results import ResultsRecorder
 
         session.results = ResultsRecorder(session, Path(opt.tokfidelity_report))
-        config.pluginmanager.register(session.results, RESULTS_PLUGIN_NAME)
+        config.pluginmanager.register(session.results, RESULTS_PLUGIN)
     if not hasattr(config, "workerinput"):  # the controlling process: summary and gate records
         from .report import RunReport
 
-        config.pluginmanager.register(RunReport(session), "tokfidelity-report")
+        config.pluginmanager.register(RunReport(session), REPORT_PLUGIN)
     from .selection import collected_paths
 
     paths = collected_paths(config, session.datasets)

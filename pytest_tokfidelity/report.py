@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,12 +22,15 @@ from pipeline.core.pins import Pins
 
 from .collection import GATE_TEST, PROPERTY, SAMPLE_TEST
 from .dataset import DatasetRun
+from .keys import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY
 from .selection import dataset_file, file_nodeid, selects_tests
-from .session import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY, FidelitySession
 from .sharding import rates_deferred, shard_size, write_shard
 from .snapshots import DiagnosisExtension, snapshot_file
 from .pytest_adapter import failed_report, index_teardown_reports
 from .summary import plural, shown, summary_lines
+
+if TYPE_CHECKING:
+    from .session import FidelitySession
 
 __all__ = ["RunReport", "GATE_TEST"]
 

@@ -17,11 +17,9 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ResultsRecorder", "RESULTS_PLUGIN_NAME", "WORKER_RESULTS_KEY"]
+from .keys import WORKER_RAN_KEY, WORKER_RESULTS_KEY
 
-RESULTS_PLUGIN_NAME = "tokfidelity-results"
-WORKER_RESULTS_KEY = "tokfidelity_results"  # a worker's sample records, sent to the controller
-WORKER_RAN_KEY = "tokfidelity_ran"  # which samples a worker ran: dataset -> ranges of positions
+__all__ = ["ResultsRecorder"]
 
 
 def _explainer(tokenizer, profile):

@@ -36,7 +36,7 @@ from pipeline.core.decision import Counts
 from pipeline.core.golden import find_datasets
 
 from .checks import Checks
-from .collection import GATE_TEST, SAMPLE_TEST, CheckItem, DatasetFile, SampleItem, dataset_of, sample_cases, tag
+from .collection import GATE_TEST, SAMPLE_TEST, CheckItem, DatasetFile, SampleItem, sample_cases, tag
 from .dataset import DatasetRun
 from .judge_pools import ForkedCall, can_fork
 from .judge_watch import DEFAULT_DEADLINE
@@ -45,13 +45,10 @@ from .protocol import PlainPasses
 from .selection import dataset_file, file_nodeid, names_test, selects_tests
 from .sharding import shard_option
 
-__all__ = ["FidelitySession", "session_of", "PLUGIN_NAME", "WORKER_OUTPUT_KEY", "WORKER_TOKENIZERS_KEY", "WORKER_PINS_KEY"]
+from .keys import WORKER_OUTPUT_KEY, WORKER_PINS_KEY, WORKER_TOKENIZERS_KEY
 
-PLUGIN_NAME = "tokfidelity-session"  # the session is registered under this name (looked up by name:
-# pytester's in-process runs re-import modules, so a module-level key would not survive them)
-WORKER_OUTPUT_KEY = "tokfidelity_counts"  # a worker's counts, sent to the controller
-WORKER_TOKENIZERS_KEY = "tokfidelity_tokenizers"  # per dataset: the tokenizer fingerprint and profile a worker judged with
-WORKER_PINS_KEY = "tokfidelity_pins"  # per dataset: the hashes of what a worker read
+__all__ = ["FidelitySession"]
+
 _FILE_NAMES = ("samples.jsonl", "manifest.json")  # what a dataset is collected as (selection.dataset_file)
 FREEZE_EVERY = 2048  # tests between two freezes of what the run keeps (see the module's docstring)
 
@@ -60,10 +57,6 @@ def _thaw() -> None:
     gc.unfreeze()
     atexit.unregister(gc.freeze)  # once per process, however many runs it holds
     atexit.register(gc.freeze)
-
-
-def session_of(config: pytest.Config) -> "FidelitySession":
-    return config.pluginmanager.get_plugin(PLUGIN_NAME)
 
 
 class FidelitySession:
@@ -131,8 +124,8 @@ class FidelitySession:
             return None
 
         nodeid = None if file_path.is_relative_to(self.config.rootpath) else file_nodeid(self.config, file_path)
-        return DatasetFile.from_parent(parent, path=file_path, nodeid=nodeid, dataset=ds, cases=self.sample_cases(ds),
-                                       gate=names_test(self.config, file_path, GATE_TEST))
+        return DatasetFile.from_parent(parent, path=file_path, nodeid=nodeid, dataset=ds, checks=self.checks,
+                                       cases=self.sample_cases(ds), gate=names_test(self.config, file_path, GATE_TEST))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
@@ -169,18 +162,7 @@ class FidelitySession:
             self.prefetcher.order = XdistOrder(worker_queue(self.config), case_of_item)
         gc.freeze()  # the items live for the whole run (see the module's docstring)
 
-    def dataset_of_item(self, item: pytest.Item) -> DatasetRun | None:
-        """The dataset a fidelity-suite test belongs to (None: another test of the session)."""
-        position = dataset_of(item)
-        return None if position is None else self.datasets[position]
-
-    # -- the suite's tests ----------------------------------------------------------------------
-    def check_sample(self, case: tuple[int, int], item: pytest.Item) -> None:
-        self.checks.check_sample(case, item)
-
-    def check_dataset(self, name: str, dataset: int) -> None:
-        self.checks.check_dataset(name, dataset)
-
+    # -- the suite's tests (each runs its dataset file's Checks: collection.py) ---------------------
     def pytest_runtest_logfinish(self) -> None:
         self._finished += 1
         if self._finished % FREEZE_EVERY == 0:

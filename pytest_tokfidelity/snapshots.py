@@ -24,6 +24,8 @@ from syrupy.location import PyTestLocation
 from pipeline.core.checked_versions import CheckedRange, usable
 from pipeline.core.golden import DEFAULT_VIEW
 
+from .collection import dataset_run_of
+
 __all__ = ["snapshot_key", "DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED", "self_test", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
 
 SNAPSHOT_DIRNAME = "__snapshots__"
@@ -91,9 +93,7 @@ class DiagnosisExtension(AmberSnapshotExtension):
     @classmethod
     def dirname(cls, *, test_location) -> str:
         item = test_location.item
-        from .session import session_of
-
-        dataset = session_of(item.config).dataset_of_item(item)
+        dataset = dataset_run_of(item)
         if dataset is None:  # syrupy asks for every test of a mixed run: others keep syrupy's place
             return super().dirname(test_location=test_location)
         return str(dataset.dir / SNAPSHOT_DIRNAME)
@@ -101,9 +101,7 @@ class DiagnosisExtension(AmberSnapshotExtension):
     @classmethod
     def get_snapshot_name(cls, *, test_location, index=0) -> str:
         item = test_location.item
-        from .session import session_of
-
-        dataset = session_of(item.config).dataset_of_item(item)
+        dataset = dataset_run_of(item)
         if dataset is None:
             return super().get_snapshot_name(test_location=test_location, index=index)
         return dataset.snapshot_key(item)
@@ -111,9 +109,7 @@ class DiagnosisExtension(AmberSnapshotExtension):
     @classmethod
     def get_file_basename(cls, *, test_location, index) -> str:
         item = test_location.item
-        from .session import session_of
-
-        dataset = session_of(item.config).dataset_of_item(item)
+        dataset = dataset_run_of(item)
         return SNAPSHOT_BASENAME if dataset is None else dataset.snapshot_basename
 
     @classmethod

@@ -183,9 +183,9 @@ def _tiny(merges: list[tuple[str, str]], ids: dict[str, int], pre_tokenizer=None
     """A tokenizers.Tokenizer: the 256 byte-level characters (byte b is id b) plus ``ids``, with ``merges``."""
     from tokenizers import Tokenizer
 
-    from pipeline.core.tokenizer.hf_files import _byte_decoder
+    from pipeline.core.tokenizer.base import byte_level_decoder
 
-    vocab = {c: b for c, b in _byte_decoder().items()}
+    vocab = {c: b for c, b in byte_level_decoder().items()}
     vocab.update(ids)
     model = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
              "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": ignore_merges,
@@ -217,9 +217,9 @@ def test_a_tiny_consistent_bpe_uses_the_fast_encoder():
 
 
 def test_bytes_no_utf8_text_holds_may_be_missing_others_may_not():
-    from pipeline.core.tokenizer.hf_files import _byte_decoder
+    from pipeline.core.tokenizer.base import byte_level_decoder
 
-    chars = {b: c for c, b in _byte_decoder().items()}
+    chars = {b: c for c, b in byte_level_decoder().items()}
     for byte, fast in ((0xC0, True), (0xF5, True), (0xF1, False), (ord("a"), False)):
         data = json.loads(_tiny([], {}).to_str())
         del data["model"]["vocab"][chars[byte]]

@@ -1,4 +1,5 @@
-"""pipeline/ is the library: it never imports pytest, its layers import one way, and the plugin costs nothing when unused."""
+"""pipeline/ is the library: it never imports pytest, its layers import one way with no cycle inside
+any of them, and the plugin costs nothing when unused."""
 
 from __future__ import annotations
 
@@ -73,6 +74,122 @@ def test_imports_point_one_way():
                 if target_layer is not None and target_layer not in ALLOWED[layer]:
                     bad.append(f"{path.relative_to(ROOT)} imports {target} ({layer} may not use {target_layer})")
     assert not bad, "\n".join(bad)
+
+
+def _modules(root: Path, tops=("pipeline", "pytest_tokfidelity")) -> dict[str, Path]:
+    """Every module under ``tops`` (a package by its own name), found on disk: whatever modules exist."""
+    found = {}
+    for top in tops:
+        for path in sorted((root / top).rglob("*.py")):
+            found[".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")] = path
+    return found
+
+
+def _import_edges(path: Path, module: str, modules: dict[str, Path]):
+    """The modules of ``modules`` that ``path`` imports, wherever the import stands: at module level,
+    under ``if TYPE_CHECKING:`` (a type named is a dependency too), or inside a function (deferring an
+    import does not make a cycle go away, it only moves the failure to run time). ``from P import n``
+    is an edge to module ``P.n`` when there is one, else to ``P``."""
+    import ast
+
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    yield f"{base}.{alias.name}"
+                elif base in modules:
+                    yield base
+
+
+def import_cycles(modules: dict[str, Path], layer_of) -> list[list[str]]:
+    """Each set of modules of one layer that import each other round (a strongly connected component
+    of the layer's import graph, more than one module), as a cycle's path ``a -> b -> ... -> a``."""
+    graph = {m: sorted({t for t in _import_edges(p, m, modules) if t != m and layer_of(t) == layer_of(m)})
+             for m, p in modules.items() if layer_of(m) is not None}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm; a layer is a few dozen modules deep at most
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(set(component))
+
+    for v in graph:
+        if v not in order:
+            visit(v)
+    return [_cycle_path(graph, component) for component in components]
+
+
+def _cycle_path(graph: dict[str, list[str]], component: set[str]) -> list[str]:
+    """One cycle through ``component``, from its first module (by name) back to it: what to break."""
+    start = min(component)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in graph[v]:
+            if w == start:
+                return paths[v] + [start]
+            if w in component and w not in paths:
+                paths[w] = paths[v] + [w]
+                queue.append(w)
+    return sorted(component)
+
+
+# The layers inside which no module may import another round: each is read in one direction.
+CYCLE_FREE_LAYERS = ("pipeline.core", "pipeline.stages", "pipeline.commands", "pipeline.reporting", "pytest_tokfidelity")
+
+
+def _cycle_layer(module: str) -> str | None:
+    return next((layer for layer in CYCLE_FREE_LAYERS if module == layer or module.startswith(layer + ".")), None)
+
+
+def test_no_import_cycle_inside_a_layer():
+    modules = _modules(ROOT)
+    assert {_cycle_layer(m) for m in modules} >= set(CYCLE_FREE_LAYERS)  # every layer is found, so each is checked
+    cycles = import_cycles(modules, _cycle_layer)
+    assert cycles == [], "break these cycles (a leaf module for what both need, or pass the object down):\n" + "\n".join(
+        " -> ".join(c) for c in cycles)
+
+
+def test_a_cycle_through_a_deferred_import_is_found(tmp_path):
+    """The check above sees a cycle made by an import inside a function, or under TYPE_CHECKING, and names
+    its modules; modules importing one way are no cycle."""
+    pkg = tmp_path / "pipeline" / "core"
+    (pkg / "sub").mkdir(parents=True)
+    for init in (tmp_path / "pipeline", pkg, pkg / "sub"):
+        (init / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .sub.c import g\n")
+    (pkg / "sub" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a import A\n")
+    (pkg / "d.py").write_text("from .a import A\nfrom .sub import c\n")
+    modules = _modules(tmp_path, ("pipeline",))
+    assert import_cycles(modules, _cycle_layer) == [["pipeline.core.a", "pipeline.core.b", "pipeline.core.sub.c", "pipeline.core.a"]]
+    (pkg / "b.py").write_text("")
+    assert import_cycles(modules, _cycle_layer) == []
 
 
 def test_code_fingerprint_covers_every_core_module():

@@ -208,9 +208,7 @@ class Judge:
 
     def _judge(self, sample: GoldenSample) -> Verdict:
         if self.trainer is not None:
-            from .trainers import judge_with_trainer
-
-            return judge_with_trainer(self, sample)
+            return self.trainer.judge(self, sample)
         if self.reconstruct is not None:
             return self._judge_own(sample)
         golden = sample.output_ids

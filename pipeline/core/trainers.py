@@ -75,6 +75,11 @@ class Trainer:
     name: str  # "specforge 0.2.0:qwen3-thinking"
     build: Callable[[Sequence[Mapping], Sequence | None, Mapping], tuple[list[int], list[int]]]
 
+    def judge(self, judge, sample):
+        """The verdict on ``sample`` under this preprocessing (``judge``: the fidelity.Judge holding it, whose
+        tokenizer, profile and view it reads): fidelity.py hands the sample here, and this module reads it."""
+        return judge_with_trainer(judge, sample)
+
 
 def _templates() -> list[str]:
     from specforge.data.template import TEMPLATE_REGISTRY

@@ -42,6 +42,7 @@ from ..core.prompt_check import PromptJudge
 from ..core.render import RenderError
 from ..core.tokenizer import Tokenizer
 from .record_checks import LENGTH_CUT_MODES, PROMPT_CHECKS, MaskAudit, history_rerendered, prompt_check
+from .turn_records import TURN_MODES, earlier_turns
 
 __all__ = [
     "training_record",
@@ -236,8 +237,6 @@ def build_records(
 ) -> BuildResult:
     """Training records for every usable sample of ``source``, each with its ``prompt_check``, audited;
     ``turns="all"``: one more for each earlier assistant turn of a multi-turn conversation."""
-    from .turn_records import TURN_MODES
-
     if length_cut not in LENGTH_CUT_MODES:
         raise ValueError(f"length_cut: expected one of {', '.join(LENGTH_CUT_MODES)}, got {length_cut!r}")
     if turns not in TURN_MODES:
@@ -316,12 +315,12 @@ def _build_one(sample: _Sample, where: str, kind: str, profile: Profile, tokeniz
 def _add_turn_records(sample: _Sample, where: str, profile: Profile, tokenizer: Tokenizer, result: BuildResult,
                       renderer: PromptJudge) -> None:
     """The records of a conversation's earlier assistant turns (turn_records.py), each audited like any."""
-    from .turn_records import turn_records
-
-    records, problems = turn_records(sample.id, sample.messages, sample.tools, sample.chat_template_kwargs, profile, tokenizer, renderer)
+    turns, problems = earlier_turns(sample.messages, sample.tools, sample.chat_template_kwargs, profile, tokenizer, renderer)
     for problem in problems:
         result.leave_out(where, sample.id, f"earlier assistant turn {problem}")
-    for record in records:
+    for i, prompt, output in turns:
+        record = training_record(f"{sample.id}@messages[{i}]", prompt, output, "history")
+        record["turn"] = i
         if result.id_taken(record["id"], where):
             continue
         why = result.audit.check(record, "stop", False, profile)

@@ -24,18 +24,17 @@ from ..core.render import RenderError
 from ..core.responses import ResponseError
 from ..core.tokenizer import Tokenizer
 
-__all__ = ["TURN_MODES", "turn_records"]
+__all__ = ["TURN_MODES", "earlier_turns"]
 
 TURN_MODES = ("last", "all")
 
 
-def turn_records(sample_id: Any, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None,
-                 profile: Profile, tokenizer: Tokenizer, renderer) -> tuple[list[dict[str, Any]], list[str]]:
-    """(records, problems): a training record for each assistant turn of ``messages`` (the turns before the
-    sample's own output), its prompt rendered by ``renderer`` (a PromptJudge) for that turn."""
-    from .export import training_record
-
-    records, problems = [], []
+def earlier_turns(messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None,
+                  profile: Profile, tokenizer: Tokenizer, renderer) -> tuple[list[tuple[int, list[int], list[int]]], list[str]]:
+    """(turns, problems): ``(i, prompt ids, output ids)`` for each assistant turn ``messages[i]`` (the turns
+    before the sample's own output), its prompt rendered by ``renderer`` (a PromptJudge) for that turn.
+    export.py makes each a training record."""
+    turns, problems = [], []
     for i, message in enumerate(messages):
         if i == 0 or not isinstance(message, Mapping) or message.get("role") != "assistant":
             continue
@@ -45,7 +44,5 @@ def turn_records(sample_id: Any, messages: Sequence[Mapping], tools: Sequence | 
         except (RenderError, ResponseError, ReconstructionError, ValueError) as e:
             problems.append(f"messages[{i}]: {e}")
             continue
-        record = training_record(f"{sample_id}@messages[{i}]", prompt, output, "history")
-        record["turn"] = i
-        records.append(record)
-    return records, problems
+        turns.append((i, prompt, output))
+    return turns, problems

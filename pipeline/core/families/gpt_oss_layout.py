@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..layout import CONTENT, MARKER, REASONING, STOP, TOOL_ARGUMENTS, TOOL_CALL_ID
-from ..layout import OutputLayout, Span, ToolCallSpans
+from ..output_spans import CONTENT, MARKER, REASONING, STOP, TOOL_ARGUMENTS, TOOL_CALL_ID
+from ..output_spans import OutputLayout, Span, ToolCallSpans
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:

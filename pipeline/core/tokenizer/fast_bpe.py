@@ -26,6 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .base import byte_level_decoder
 from .bpe_pattern import Refused, pattern_for
 
 __all__ = ["FastBPE", "fast_encoder", "PROBES", "Refused"]
@@ -117,13 +118,12 @@ _NOT_IN_UTF8 = frozenset((0xC0, 0xC1, *range(0xF5, 0x100)))
 def mergeable_ranks(model: dict) -> dict[bytes, int]:
     """tiktoken's ranks (token bytes -> id) of a byte-level BPE model: the 256 bytes and the merge results,
     whose ids must rise with the merge order."""
-    from .hf_files import _byte_decoder
 
     if model.get("type") != "BPE":
         raise Refused(f"model type {model.get('type')!r} (not BPE)")
     if model.get("dropout") or model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
         raise Refused("BPE with dropout, a subword prefix or a word suffix")
-    vocab, decoder = model["vocab"], _byte_decoder()
+    vocab, decoder = model["vocab"], byte_level_decoder()
     ranks: dict[bytes, int] = {}
     for char, byte in decoder.items():
         if char in vocab:
@@ -172,9 +172,8 @@ def _check_whole_tokens(model: dict, digest: str | None) -> None:
 def _whole_token_answer(model: dict) -> str:
     from tokenizers import Tokenizer as RustTokenizer
 
-    from .hf_files import _byte_decoder
 
-    decoder = _byte_decoder()
+    decoder = byte_level_decoder()
     bare = RustTokenizer.from_str(json.dumps({
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
         "pre_tokenizer": None, "post_processor": None, "decoder": None, "model": model}))

@@ -21,7 +21,8 @@ import hashlib
 
 from ..errors import TokfidelityError
 from ..files import atomic_path, cache_root, open_input
-from .hf_files import HFTokenizer, _added_tokens, _byte_decoder
+from .base import byte_level_decoder
+from .hf_files import HFTokenizer, _added_tokens
 
 __all__ = ["GGUF_BUILDER_VERSION", "GgufVocabulary", "read_gguf_vocabulary", "build_byte_level_bpe", "load_gguf",
            "gguf_cache_dir"]
@@ -135,8 +136,8 @@ def build_byte_level_bpe(vocab: GgufVocabulary):
     from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers
     from tokenizers.models import BPE
 
-    spelled = set(_byte_decoder())  # the byte alphabet's printable stand-ins
-    byte_spelling = {b: c for c, b in _byte_decoder().items()}
+    spelled = set(byte_level_decoder())  # the byte alphabet's printable stand-ins
+    byte_spelling = {b: c for c, b in byte_level_decoder().items()}
     ids = {
         token if set(token) <= spelled else "".join(byte_spelling[b] for b in token.encode("utf-8")): index
         for index, token in enumerate(vocab.tokens)

@@ -9,23 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..files import atomic_path, cache_root, open_input
-from .base import Tokenizer, read_json
+from .base import Tokenizer, byte_level_decoder, read_json
 from .state_cache import hf_key, read_hf_state, write_hf_state
 from .tokenizers_adapter import byte_level_bpe
-
-
-@functools.cache
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-level alphabet, inverted: printable stand-in char -> byte."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs)}
 
 
 class HFTokenizer(Tokenizer):
@@ -143,7 +129,7 @@ class HFTokenizer(Tokenizer):
         return self._with_specials
 
     def _build_byte_table(self, tokenizer) -> list[bytes]:
-        byte_decoder = _byte_decoder()
+        byte_decoder = byte_level_decoder()
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         size = max(vocab.values()) + 1 if vocab else 0
         self.n_vocab = max(self.n_vocab, size)
