@@ -1,12 +1,16 @@
 """Reviewed divergences as syrupy snapshots, stored beside their dataset.
 
 One file per dataset, ``<dataset>/__snapshots__/fidelity.ambr`` (syrupy's amber layout: a
-``# name: test_fidelity[<DATASET>/<id>]`` header per sample, ``snapshot_key``: the name sample tests had
-before they were collected from ``samples.jsonl``, kept so that stored files stay valid), holding the Diagnosis
+``# name: test_fidelity[<DATASET>/<id>]`` header per sample, ``snapshot_key``: a name of its own, not the
+test's node id, so that a review stays valid wherever and however the dataset is collected), holding the Diagnosis
 signature as key-sorted JSON with one line per key or hunk: short, readable, and a review
 diff shows exactly which hunk changed. Exact samples have no entry. The plugin, not syrupy,
-finds stale entries (their sample is exact now): syrupy's unused-snapshot search assumes
+finds stale entries (their sample is exact): syrupy's unused-snapshot search assumes
 snapshots live beside test files, and would misjudge these.
+
+syrupy hands its extension the test's location (``PyTestLocation``), whose item is a suite test: the
+extension reads the test's dataset from the file that collected it (``collection.dataset_run_of``), as
+the test itself does, never from a plugin looked up by name.
 """
 
 from __future__ import annotations

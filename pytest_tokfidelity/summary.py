@@ -47,7 +47,7 @@ def _outcomes(counts: Counts) -> str:
 
 
 def _prompts(counts: Counts) -> str:
-    """The prompt side (issue 23): exact, reviewed and not checked always said; new divergences when any."""
+    """The prompt side (``Verdict.prompt``): exact, reviewed and not checked always said; new divergences when any."""
     if counts.prompt_off:
         return f"  prompts: off (--tokfidelity-prompts=off): {plural(counts.prompt_off, 'sample')} not rendered"
     new = f", {plural(counts.prompt_new, 'new divergence')}" if counts.prompt_new else ""

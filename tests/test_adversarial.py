@@ -1,4 +1,4 @@
-"""Attacks on the gate, kept running in CI (issue 8, items 1-5 and 12).
+"""Attacks on the gate, kept running in CI.
 
 Each test plays a hostile or careless user against a real ``pytest --tokfidelity-dataset`` run or a
 real gated stage: inputs edited while the suite runs (in the run, or by a process beside it), a
@@ -246,7 +246,7 @@ def test_a_killed_judge_is_replaced_and_every_sample_is_still_judged(tmp_path):
     assert is_open(tmp_path, "A7").open
 
 
-# -- issue 20, defect 10: a stuck judge neither hangs the run nor lets the gate open ---------------
+# -- a stuck judge neither hangs the run nor lets the gate open ---------------------------------
 def _stuck_run(tmp_path, name: str, n: int, hooks_code: str, *options: str, **more_env) -> tuple[subprocess.CompletedProcess, float]:
     make(tmp_path, name, exact_samples(n))
     attack = hooks(tmp_path, hooks_code)

@@ -1,4 +1,4 @@
-"""Attacks on gates, stages and files, kept running in CI (issue 20, items 1, 5, 11, 13 and 14).
+"""Attacks on gates, stages and files, kept running in CI.
 
 Each test plays a hostile or careless user, or a hostile machine: another build's export.json put
 beside a train.jsonl, a shard with no samples, a read-only or full disk, a gate record nested

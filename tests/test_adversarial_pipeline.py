@@ -1,4 +1,4 @@
-"""Attacks on the pipeline's stages, kept running in CI (issue 8, items 6-11).
+"""Attacks on the pipeline's stages, kept running in CI.
 
 Each test plays a hostile or careless user: a model folder carrying Python code, a server that echoes
 the API key, a dotted ``pkg:`` spec, an empty tokenizer spec, two ``generate`` runs into one folder,

@@ -387,7 +387,7 @@ def test_empty_sides(kimi, profile):
 
 
 def test_engine_losses_have_their_own_classes(kimi, profile):
-    """Losses vLLM's chat endpoint makes (issue 21), each built as the engine returns it, each named."""
+    """Losses vLLM's chat endpoint makes (docs/views.md), each built as the engine returns it, each named."""
     from pipeline.core.reconstruct import reconstruct_output_ids
     from pipeline.core.views import api_view
 

@@ -1,7 +1,8 @@
-"""Diagnosis in O(n log n) (issue 20, defect 10): the regions of a hunk found by bisection, the
+"""Diagnosis in O(n log n): the regions of a hunk found by bisection, the
 tool calls a hunk touches found by bisection, long equal runs and rare unique tokens compared in C.
-Each fast path must give exactly the diagnoses of the linear code it replaced, which is kept here,
-as it was, as the reference: many random samples of every family are diagnosed both ways."""
+Each fast path must give exactly the diagnoses of the plain linear reading (every region asked index by
+index, every call scanned), which is written out here as the reference: many random samples of every
+family are diagnosed both ways."""
 
 from __future__ import annotations
 

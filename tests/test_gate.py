@@ -152,7 +152,7 @@ def test_code_fingerprint_includes_what_family_views_depend_on():
     assert {"tiktoken", "tokenizers"} <= set(versions)
 
 
-# -- what the prompt depends on (issue 23): the chat template file, the render settings, the renderers --
+# -- what the prompt depends on: the chat template file, the render settings, the renderers ----------
 @pytest.fixture
 def own_template(tmp_path) -> tuple[Path, Path]:
     """A dataset whose tokenizer folder (a copy of Kimi K2.5's) holds its own chat_template.jinja."""

@@ -1,4 +1,4 @@
-"""The gate pins what it judged (issue 8): every input hashed when read and checked at the end,
+"""The gate pins what it judged: every input hashed when read and checked at the end,
 stage options checked against the record, counts that could not have opened it refused, and the
 plugin faults found by adversarial runs (mixed runs, odd names, bad settings, bad bytes)."""
 

@@ -1,4 +1,4 @@
-"""Issue 22 item 7: every test the suite reports has a node id that pytest takes back. A dataset is collected
+"""Every test the suite reports has a node id that pytest takes back. A dataset is collected
 as its own ``samples.jsonl`` (pytest_tokfidelity/collection.py): ``golden/DS/samples.jsonl::SAMPLE_ID`` runs
 that sample, with or without ``--tokfidelity-dataset``; ``--lf``, ``-k``, ``--deselect`` and xdist select
 with pytest's own machinery; a run of selected tests never opens the gate."""

@@ -553,7 +553,7 @@ def test_sample_tests_take_no_fixtures_and_keep_their_ids(pytester):
 
 @pytest.mark.parametrize("how", ["option", "manifest"])
 def test_a_view_the_profile_lacks_is_one_manifest_failure(pytester, how):
-    """Issue 22 item 2: a view the dataset's profile lacks (qwen3 has no sglang-legacy) is one test_manifest
+    """A view the dataset's profile lacks (qwen3 has no sglang-legacy) is one test_manifest
     failure naming the field and the profile's views; no sample is judged and none shows a traceback."""
     qwen3 = load_tokenizer("qwen3")
     extra = {"api_view": "sglang-legacy"} if how == "manifest" else {}

@@ -1,4 +1,4 @@
-"""The plugin's shape (issue 9): small modules, pytest-xdist's internals in one adapter, nothing
+"""The plugin's shape: small modules, pytest-xdist's internals in one adapter, nothing
 of pytest overridden, no module state for judging processes."""
 
 from __future__ import annotations

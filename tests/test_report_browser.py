@@ -163,7 +163,7 @@ def test_a_report_of_40000_samples_loads_in_seconds_and_lists_every_sample(brows
     assert browser.page_requests == []
 
 
-# -- issue 20 (defects 2, 14) and issue 22 (item 9) ------------------------------------------------
+# -- hostile text in every free-text field: shown as text, never run, never fetched -----------------
 
 PAYLOAD = ("'\"><img src=x onerror=\"document.title='PWN{k}'\"><script>document.title='PWN{k}'</script>"
            "<svg onload=\"document.title='PWN{k}'\"></svg><meta http-equiv=\"refresh\" content=\"0;url=http://"

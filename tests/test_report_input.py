@@ -1,4 +1,4 @@
-"""results.json as input (issue 20, defects 2, 3, 4 and 8): every field is checked on reading, with
+"""results.json as input: every field is checked on reading, with
 an error that names the file and the field and never a traceback; results.json and report.html are
 written together or not at all; merged files are complete only when they ran every sample once; a
 sample id holding a lone surrogate is bad input, located. Fast: documents are made in-process
@@ -208,7 +208,7 @@ def test_a_lone_surrogate_anywhere_in_a_document_is_written_and_drawn_visibly(do
     assert read_results(paths[0]) == bad  # written as \ud800 escapes: read back the same
 
 
-# -- merged files (defect 4) ---------------------------------------------------------------------
+# -- merged files -------------------------------------------------------------------------------
 
 def _part(doc: dict, ran: list[list[int]], samples_run: int, reason: str) -> dict:
     out = _copy(doc)
@@ -269,7 +269,7 @@ def test_real_overlapping_k_runs_do_not_merge_into_a_complete_run(tmp_path, kimi
     assert 'data-complete="1"' in (tmp_path / "w" / "report.html").read_text(encoding="utf-8")
 
 
-# -- a lone surrogate in a sample id (defect 8) ---------------------------------------------------
+# -- a lone surrogate in a sample id ------------------------------------------------------------
 
 def test_parse_sample_refuses_an_id_with_a_lone_surrogate(tmp_path):
     obj = json.loads('{"id": "a\\ud800b", "output_ids": [1], "finish_reason": "stop"}')
@@ -296,8 +296,8 @@ def test_a_surrogate_id_is_bad_input_of_its_line_and_the_report_is_written(tmp_p
 
 
 def test_a_report_that_cannot_be_written_fails_the_run(tmp_path, kimi, profile):
-    """Issue 20, defect 11: a --tokfidelity-report folder that cannot be made (here under /proc, which
-    refuses even root) is said once and fails the run, where it printed "cannot write" and exited 0."""
+    """A --tokfidelity-report folder that cannot be made (here under /proc, which refuses even root) is said
+    once and fails the run: a run whose report is missing must not exit 0 after printing "cannot write"."""
     _exact_dataset(tmp_path, kimi, profile, n=2)
     result = run_pytest(tmp_path, __import__("pathlib").Path("/proc/tokfidelity-no-such-report"), datasets="E1")
     assert result.returncode == 1, result.stdout[-2000:]

@@ -1,4 +1,4 @@
-"""A run's exit code is its gates' verdict, and every failure says the one thing to do (issue 22)."""
+"""A run's exit code is its gates' verdict, and every failure says the one thing to do."""
 
 from __future__ import annotations
 

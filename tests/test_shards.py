@@ -1,4 +1,4 @@
-"""CI shards (issue 14): ``--tokfidelity-shard=I/N`` splits every dataset by a hash of the sample id,
+"""CI shards: ``--tokfidelity-shard=I/N`` splits every dataset by a hash of the sample id,
 each shard writes a shard record, and ``tokfidelity gate merge`` opens the gate only from all N of
 them, green and agreeing."""
 

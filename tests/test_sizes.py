@@ -1,4 +1,4 @@
-"""Size limits that hold for every change (issue 9): no function over 80 lines in pipeline/."""
+"""Size limits that hold for every change: no function over 80 lines in pipeline/."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Multi-turn training records (issue 23): ``build --turns all`` writes one record per trained assistant
+"""Multi-turn training records: ``build --turns all`` writes one record per trained assistant
 turn, its prompt the history as the template re-renders it for that turn, its loss mask exactly that
 turn's output ids; checked on every multi-turn golden conversation against the template."""
 
@@ -121,7 +121,7 @@ def kimi_turn_text(message: dict) -> str:
 
 
 def test_b1_tool_result_conversations_train_every_turn_on_the_official_templates_prompt(tmp_path, capsys):
-    """B1's multi-turn Kimi K2.5 conversations with tool results (issue 23): each turn's record is the official
+    """B1's multi-turn Kimi K2.5 conversations with tool results: each turn's record is the official
     template's render of the history up to that turn (tool messages included; transformers' render_jinja_template
     on chat_template.jinja, not tokfidelity's renderer) followed by exactly that turn's ids, laid out as Kimi
     writes them; a turn after the conversation's last plain answer is in the golden prompt exactly as it was
