@@ -16,8 +16,8 @@ reasoning and content of this project's text (the README, repeated: few tokens o
 re-split by the model every 100th token, and a tool call per 200 ids whose JSON arguments the API
 re-serialised with a space (about one hunk per 80 ids: 12,400 hunks and 5,000 calls at 1M ids).
 Each is judged whole (``Judge``: the response rebuilt, compared, diagnosed) and diagnosed alone;
-the diagnosis must be the same every repeat. Issue 20 measured long samples at 0.5 s, 4.7 s and 38 s
-for 19.8k, 66k and 198k ids, when each hunk scanned every region.
+the diagnosis must be the same every repeat. For scale: a diagnosis in which each hunk scans every
+region takes 0.5 s, 4.7 s and 38 s for 19.8k, 66k and 198k ids (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmark: what the input-robustness checks cost per sample (issue 20, items 6 and 14).
+"""Benchmark: what the input-robustness checks cost per sample.
 
 * the per-render time limit (``pipeline.core.watchdog.time_limit``) around the chat template:
   ``render_text`` on the B1_glaive conversations, with and without it;
