@@ -60,7 +60,7 @@ class OwnLayout:
 
     bind: Callable  # (profile, tokenizer) -> None: derive and check what the layout needs; raises ValueError
     reconstruct: Callable  # (ApiTurn, profile, tokenizer) -> output ids
-    split: Callable  # (ids, profile) -> output_spans.OutputLayout
+    split: Callable  # (ids, profile) -> layout.OutputLayout
 
 
 @dataclass(frozen=True)
