@@ -6,7 +6,7 @@ Qwen, Llama 3 and most others) the tokenizer is rebuilt here from those fields, 
 transformers' GGUF converter builds it (``integrations/gguf/gguf_tokenizer_mapping.py``:
 ``byte_level_tokenizer``, ``add_gguf_special_tokens``), plus llama.cpp's digit pre-split that
 transformers drops. Reading the file needs neither transformers nor torch (transformers' own GGUF
-reader imports torch since 5.24). ``tests/test_gguf_tokenizer.py`` proves the two builds give the
+reader imports torch since 5.24). ``tests/test_gguf_files.py`` proves the two builds give the
 same ids.
 
 Other vocabulary kinds (sentencepiece ``llama``, ``t5``...) are handed to transformers' loader,
