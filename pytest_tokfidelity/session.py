@@ -1,10 +1,13 @@
 """The plugin object behind the fidelity suite in each process: thin hooks over small modules.
 
 Every process that runs tests (a lone pytest, or each xdist worker) registers one
-``FidelitySession``. It wires together: collection (collection.py), one ``DatasetRun`` per
-dataset (dataset.py: manifest, index, tokenizer and profile, pins), the prefetching judge
-(judges.py, with the order in which this process runs its samples), the suite's assertions and
-counts (checks.py). The summary and the gate records belong to the controlling process (report.py).
+``FidelitySession`` (plugin.py makes it, once the options are checked). It wires together:
+collection (collection.py), one ``DatasetRun`` per dataset (dataset.py: manifest, index, tokenizer
+and profile, pins), the prefetching judge (judges.py, with the order in which this process runs its
+samples), the suite's assertions and counts (checks.py). What needs it is handed it: each dataset's
+test file gets its ``DatasetRun`` and the ``Checks``, which its tests run, and the syrupy extension
+reads the dataset from the test's file; nothing looks the session up. The summary and the gate
+records belong to the controlling process (report.py), handed the session too.
 
 The garbage collector: a 40,000-sample suite holds a few hundred thousand long-lived objects
 (items, their keywords and stashes), which Python's collector would walk on every full
