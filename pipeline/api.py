@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .core.diagnose import Diagnosis
+from .core.diagnosis import Diagnosis
 from .core.diagnose import diagnose as _diagnose
 from .core.errors import TokfidelityError
 from .core.fidelity import BAD_INPUT, DIVERGENT, EXACT, POLICY, Judge, Verdict

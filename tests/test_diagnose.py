@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.diagnose import CLASSES, TEXT_PRESERVING_CLASSES, diagnose, divergent_blocks
+from pipeline.core.alignment import divergent_blocks
+from pipeline.core.diagnose import diagnose
+from pipeline.core.divergence_classes import CLASSES, TEXT_PRESERVING_CLASSES
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from report_support import PLANTED, SHIPPED, make_golden, run_pytest, run_report_command
 
-from pipeline.core.diagnose import ADVICE, diagnose
+from pipeline.core.diagnose import diagnose
+from pipeline.core.divergence_classes import ADVICE
 from pipeline.core.gate import read_record
 from pipeline.reporting.details import SampleDetails
 from pipeline.reporting.html import render_report

@@ -12,8 +12,9 @@
 4. show the tokens around the first hunk on both sides (``token_windows``).
 
 The result is a ``diagnosis.Diagnosis``. This runs only for divergent samples; per-run work (nothing
-but the tokenizer's tables) is reused. The class tables and result types are importable from here too,
-so a caller needs one import for everything about a diagnosis.
+but the tokenizer's tables) is reused. Each name is imported from the module that defines it (the
+classes from ``divergence_classes``, the result from ``diagnosis``); ``pipeline.api`` is the one
+surface that gathers them for a project's code.
 """
 
 from __future__ import annotations
@@ -22,27 +23,15 @@ from collections.abc import Sequence
 
 from .alignment import divergent_blocks
 from .diagnosis import Diagnosis, Hunk
-from .divergence_classes import ADVICE, CLASSES, SEVERITY, TEXT_PRESERVING_CLASSES, by_severity
+from .divergence_classes import TEXT_PRESERVING_CLASSES
 from .divergence_context import DivergenceContext
 from .hunk_rules import classify_hunk
 from .profiles import Profile
 from .sequence_bytes import SequenceBytes
-from .token_windows import WindowToken, hunk_window, token_windows
+from .token_windows import hunk_window
 from .tokenizer import Tokenizer
 
-__all__ = [
-    "CLASSES",
-    "TEXT_PRESERVING_CLASSES",
-    "ADVICE",
-    "SEVERITY",
-    "by_severity",
-    "Hunk",
-    "WindowToken",
-    "Diagnosis",
-    "diagnose",
-    "divergent_blocks",
-    "token_windows",
-]
+__all__ = ["diagnose"]
 
 _MERGE_GAP = 4  # neighbouring hunks this close are merged when only together they keep the bytes
 
