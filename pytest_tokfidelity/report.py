@@ -32,7 +32,7 @@ from .summary import plural, shown, summary_lines
 if TYPE_CHECKING:
     from .session import FidelitySession
 
-__all__ = ["RunReport", "GATE_TEST"]
+__all__ = ["RunReport"]
 
 NODE_IDS_REASON = "node ids given (PATH::NAME)"  # a partial run's reason: single tests of the dataset selected
 
