@@ -3,6 +3,7 @@ of pytest overridden, no module state for judging processes."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -29,3 +30,13 @@ def test_nothing_private_of_pytest_is_overridden_and_no_global_state():
     for name, text in sources().items():
         assert "def _getobj" not in text, name
         assert not re.search(r"^\s*global\s", text, re.M), f"{name} keeps state in a module global"
+
+
+def test_the_session_is_handed_down_never_looked_up():
+    """plugin.py makes and registers the session; every other part is handed it, or the dataset it needs
+    (collection's DatasetFile carries its DatasetRun and Checks): none asks pytest's plugin manager for it."""
+    imports = [n for n in ast.walk(ast.parse(sources()["keys.py"])) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [n.module for n in imports if isinstance(n, ast.ImportFrom)] == ["__future__"]  # keys.py is a leaf
+    looked_up = re.compile(r"SESSION_PLUGIN|tokfidelity-session|session_of\b")
+    found = [name for name, text in sources().items() if name not in ("keys.py", "plugin.py") and looked_up.search(text)]
+    assert found == []
