@@ -24,16 +24,16 @@ A results.json is one JSON object:
   ``snapshot_update``: the exact command that records this dataset's divergences for review, and
   ``ran``: which of the dataset's samples this run judged, as ``[start, end)`` ranges of their
   positions in ``samples.jsonl`` (its non-blank lines, from 0), so that merged files can tell which
-  samples they cover together (absent in files written before it was added); ``views``: the views
+  samples they cover together (optional, as every field added within the version); ``views``: the views
   its samples were judged under (a manifest's ``api_views``, else its one view; ``view`` is the first)
   and ``by_view``: per view, its ``counts`` and ``rates`` as above, and the ``engine`` release it stands for
   (``"vllm 0.33.0"``) (``counts`` above is then their
-  sum: a sample counted once per view; both absent in files written before they were added).
+  sum: a sample counted once per view; both optional, as every field added within the version).
 - ``samples``: one object per sample that was not exact, in dataset then line order:
   ``dataset``, ``id``, ``line``, ``view`` (the view it was judged under), ``verdict`` (``new``: an unreviewed divergence, the test failed;
   ``known``: equal to the reviewed snapshot; ``policy``: accepted by the manifest's policy;
   ``bad-input``: the sample could not be read or judged), ``test`` (the sample test's node id:
-  ``pytest TEST`` runs it alone; absent in files written before it was added), ``report`` (the text diagnosis, for new,
+  ``pytest TEST`` runs it alone; optional, as every field added within the version), ``report`` (the text diagnosis, for new,
   known and bad-input samples), and for diagnosed samples: ``finish_reason``, ``tokens`` (golden
   ids), ``rebuilt_tokens``, ``texts_identical`` (decoded bytes equal), ``classes`` (distinct, in
   order of first hunk: names of the records in ``pipeline.core.divergence_classes``, and
