@@ -32,6 +32,7 @@ for p in (ROOT, ROOT / "scripts"):
 from kimi_golden import b1_glaive, b3_magicoder  # noqa: E402
 from kimi_golden.kimi_turn import _tojson, chat_response, non_canonical_split  # noqa: E402
 from make_kimi_golden import _pick_quirk_targets, hash_text, known_divergence_rate  # noqa: E402
+from pipeline.core.families import family_of  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer, resolve_tokenizer_dir  # noqa: E402
@@ -54,25 +55,15 @@ def load_template(tokenizer_dir: Path):
 
 
 class Writer:
-    """One family's output layout, written out as the model writes it (not through reconstruction)."""
+    """One family's output layout, written out as the model writes it (its case generator, not reconstruction)."""
 
     def __init__(self, name: str, tokenizer, profile, template, config):
         self.name, self.tok, self.profile, self.m = name, tokenizer, profile, profile.ids
         self.template, self.config = template, config
+        self.cases = family_of(name).case_generator()
 
     def enc(self, text: str) -> list[int]:
         return self.tok.encode_ordinary(text)
-
-    def ids(self, pieces) -> list[int]:
-        out, text = [], ""
-        for piece in pieces:
-            if isinstance(piece, str):
-                text += piece
-                continue
-            out += self.enc(text) if text else []
-            text = ""
-            out += piece if isinstance(piece, list) else [piece]
-        return out + (self.enc(text) if text else [])
 
     def prompt_ids(self, messages, tools, thinking: bool) -> list[int]:
         bos = self.config.get("bos_token")
@@ -82,31 +73,8 @@ class Writer:
         return self.tok.encode(text)
 
     def output_ids(self, t: dict, stop: bool = True) -> list[int]:
-        m = self.m
-        pieces: list = []
-        calls = t["calls"]
-        if self.name == "qwen3":
-            if t["reasoning"] is not None:  # the template: '<think>\n' + reasoning.strip('\n') + '\n</think>\n\n'
-                pieces += [m["think_begin"], "\n" + t["reasoning"].strip("\n") + "\n", m["think_end"], "\n\n"]
-            pieces.append(t.get("content_ids") or t["content"])
-            for i, (name, args) in enumerate(calls):
-                if i or t["content"]:
-                    pieces.append(t.get("between", "\n") if i else "\n")
-                pieces += [m["tool_call_begin"], f'\n{{"name": "{name}", "arguments": {args}}}\n', m["tool_call_end"]]
-            pieces.append(t.get("after_calls", ""))
-        else:
-            pieces.append(t.get("content_ids") or t["content"])
-            if calls:
-                pieces.append(m["tool_calls_begin"])
-                for i, (name, args) in enumerate(calls):
-                    if i:
-                        pieces.append(t.get("between", "\n"))
-                    sep = t.get("sep_ids") or m["tool_sep"]
-                    pieces += [m["tool_call_begin"], "function", sep, f"{name}\n```json\n{args}\n```", m["tool_call_end"]]
-                pieces.append(t.get("section_end") or m["tool_calls_end"])
-        if stop:
-            pieces.append(t.get("stop_id") or m["stop"])
-        return self.ids(pieces)
+        """The turn laid out by the family's own case generator (the writer the differential tests use)."""
+        return self.cases.write(self.tok, self.profile, t, stop=stop)
 
 
 # ------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.responses import parse_response
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import ViewError, _decode, api_view, view_turn_and_bytes
-from sglang_support.kimi_outputs import ARGUMENTS, EMOJI, TEXTS, kimi_ids
+from pipeline.cases.kimi_outputs import ARGUMENTS, EMOJI, TEXTS, kimi_ids
 
 PATH = Path("golden/X/samples.jsonl")
 
@@ -251,7 +251,7 @@ def test_verdicts_pickle_to_equal_verdicts():
 
 
 def _texts():
-    from sglang_support.kimi_outputs import LITERAL_MARKERS
+    from pipeline.cases.kimi_outputs import LITERAL_MARKERS
 
     return [*TEXTS, *LITERAL_MARKERS, "", " ", "<|im_end|><|im_end|>", "<think></think>", "a\ud800b", "x" * 30_000, " " * 26_000 + "y"]
 

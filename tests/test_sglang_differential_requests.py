@@ -29,8 +29,8 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_modules
-from sglang_support import family_outputs as fo
-from sglang_support import kimi_outputs as ko
+from pipeline.cases import family_outputs as fo
+from pipeline.cases import kimi_outputs as ko
 from vllm_support.schemas import random_arguments, random_request
 
 reasoning_parser, kimik2, qwen25, deepseekv3, protocol = import_sglang_modules(

@@ -8,7 +8,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.responses import parse_response
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import VIEWS, ViewError, api_view
-from sglang_support.kimi_outputs import kimi_ids
+from pipeline.cases.kimi_outputs import kimi_ids
 
 
 def test_view_names():

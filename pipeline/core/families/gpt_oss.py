@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from ..engines.view import sglang, vllm_views
 from . import gpt_oss_layout
+from .family import Family
 from .spec import OwnLayout, ProfileSpec
 
-__all__ = ["SPECS", "MARKERS", "EXTRA_STOPS", "RECIPIENT"]
+__all__ = ["SPECS", "FAMILY", "MARKERS", "EXTRA_STOPS", "RECIPIENT"]
 
 # Marker roles of the harmony output: each is one special id, bound and cross-checked by bind_profile.
 MARKERS = {
@@ -47,3 +48,6 @@ SPECS = (
         "<|return|> ends an answer, <|call|> a tool call.",
     ),
 )
+
+FAMILY = Family("gpt-oss", SPECS, __name__, parsers=("pipeline.core.engines.sglang_gpt_oss", "pipeline.core.engines.vllm_harmony"),
+                cases="pipeline.cases.gpt_oss_outputs:CASES", description="gpt-oss: harmony messages (its own layout)")
