@@ -69,14 +69,15 @@ class Family:
         found = importlib.import_module(module)
         return getattr(found, attr) if attr else found
 
-    def source_files(self) -> tuple[Path, ...]:
-        """The files of the family's own code: its module and its parser modules (what a gate pins)."""
-        out = []
+    def source_modules(self) -> tuple[tuple[str, Path], ...]:
+        """(module name, file) of the family's own code: its module and its parser modules (what a gate
+        that judged the family pins)."""
+        out = {}
         for name in (self.module, *self.parsers):
             spec = importlib.util.find_spec(name)
             if spec is not None and spec.origin and spec.origin.endswith(".py"):
-                out.append(Path(spec.origin).resolve())
-        return tuple(dict.fromkeys(out))
+                out.setdefault(name, Path(spec.origin).resolve())
+        return tuple(out.items())
 
 
 def _as_family(obj: Any, where: str) -> Family:
