@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .families import specs
 
-__all__ = ["PROFILE_NAMES", "VIEW_NAMES", "profile_names", "view_names", "profile_views", "view_release", "names_help"]
+__all__ = ["PROFILE_NAMES", "VIEW_NAMES", "profile_names", "view_names", "profile_views", "view_release", "names_help", "views_table"]
 
 
 def profile_names() -> tuple[str, ...]:
@@ -43,3 +43,24 @@ def view_release(profile: str | None, view: str) -> str | None:
 def names_help(kind: str = "profile") -> str:
     """The registered names for a command's help text: ``"kimi-k2.5, kimi-k2, chatml, ..."``."""
     return ", ".join(profile_names() if kind == "profile" else view_names())
+
+
+def _parsers_cell(view) -> str:
+    if view is None:
+        return "—"
+    if not (view.reasoning_parser or view.tool_parser):
+        return "no parsers"
+    cell = " / ".join(f"`{name}`" if name else "—" for name in (view.reasoning_parser, view.tool_parser))
+    return f"{cell} ({view.note})" if view.note else cell
+
+
+def views_table() -> str:
+    """The table of every registered profile's parsers in its ``sglang`` and ``vllm`` views, as docs/views.md
+    shows it (markdown; the docs test checks the page holds exactly this)."""
+    from .engines.view import SGLANG_VERSION, VLLM_OLDER, VLLM_VERSION
+
+    older = ", ".join(f"`vllm-{'.'.join(v.split('.')[:2])}` ({v})" for v in VLLM_OLDER)
+    lines = [f"| profile | `sglang` ({SGLANG_VERSION}) | `vllm` ({VLLM_VERSION}){', ' + older if older else ''} |", "|---|---|---|"]
+    for spec in specs():
+        lines.append(f"| `{spec.name}` | {_parsers_cell(spec.views.get('sglang'))} | {_parsers_cell(spec.views.get('vllm'))} |")
+    return "\n".join(lines) + "\n"

@@ -41,7 +41,7 @@ SPECS = (
         # SGLang's detokenizer keeps <|call|> (200012) for --tool-call-parser gpt-oss
         # vLLM parses the ids with openai-harmony (its HarmonyParser), whatever the detokenized text.
         views={"sglang": sglang("gpt-oss", "gpt-oss", keeps_stops=("<|call|>",)),
-               **vllm_views("openai_gptoss", "openai", class_ordinary=())},
+               **vllm_views("openai_gptoss", "openai", class_ordinary=(), note="vLLM's `HarmonyParser`, on the ids")},
         own_layout=OwnLayout(bind=gpt_oss_layout.bind, reconstruct=gpt_oss_layout.reconstruct,
                              split=gpt_oss_layout.split_harmony),
         description="gpt-oss (harmony format, openai-harmony): analysis, commentary and final messages; "
