@@ -34,7 +34,7 @@ from kimi_golden.kimi_turn import _tojson, chat_response, non_canonical_split  #
 from make_kimi_golden import _pick_quirk_targets, hash_text, known_divergence_rate  # noqa: E402
 from pipeline.core.families import family_of  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
-from pipeline.core.profiles import bind_profile  # noqa: E402
+from pipeline.core.profiles import bind_profile, get_profile_spec  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer, resolve_tokenizer_dir  # noqa: E402
 
 FAMILIES = {  # dataset -> (profile, tokenizer as the manifest names it, model name in recorded responses)
@@ -319,7 +319,8 @@ def build(dataset: str):
     template, config = load_template(folder)
     w = Writer(profile_name, tokenizer, bind_profile(profile_name, tokenizer), template, config)
     rng = random.Random(20261130 + len(dataset))
-    thinking = 0.8 if profile_name == "qwen3" else 0.0
+    opens_think = w.profile.spec.opens_think  # the output opens its own think block, the prompt says whether
+    thinking = 0.8 if opens_think else 0.0
     samples = tool_turns(rng, 48, thinking) + coding_turns(rng, 14, thinking) + answer_turns(rng, 8, thinking)
     prefix = dataset[:2].lower()
     for n, s in enumerate(samples):
@@ -332,9 +333,9 @@ def build(dataset: str):
         record = {"id": s["id"], "messages": s["messages"]}
         if s["tools"]:
             record["tools"] = s["tools"]
-        if profile_name == "qwen3" and not thinks_now:
+        if opens_think and not thinks_now:
             record["chat_template_kwargs"] = {"enable_thinking": False}
-        record["prompt_ids"] = w.prompt_ids(s["messages"], s["tools"], thinks_now or profile_name != "qwen3")
+        record["prompt_ids"] = w.prompt_ids(s["messages"], s["tools"], thinks_now or not opens_think)
         record.update(output_ids=ids, finish_reason=finish)
         if response is not None:
             record["response"] = response
@@ -354,15 +355,16 @@ SOURCE = (
 )
 LAYOUTS = {
     "qwen3": ("Qwen3", "<think>\\n...\\n</think>\\n\\n (none with enable_thinking=false, 20% of samples), content, "
-              "<tool_call> JSON blocks, <|im_end|>", "--reasoning-parser qwen3 --tool-call-parser qwen25"),
+              "<tool_call> JSON blocks, <|im_end|>"),
     "deepseek-v3": ("DeepSeek-V3", "content, <｜tool▁calls▁begin｜> calls with json code-block arguments "
-                    "<｜tool▁calls▁end｜>, <｜end▁of▁sentence｜>", "--tool-call-parser deepseekv3"),
+                    "<｜tool▁calls▁end｜>, <｜end▁of▁sentence｜>"),
 }
 
 
 def manifest(dataset, samples):
     profile_name, tokenizer_spec, _ = FAMILIES[dataset]
-    model, layout, parsers = LAYOUTS[profile_name]
+    model, layout = LAYOUTS[profile_name]
+    parsers = get_profile_spec(profile_name).views["sglang"].flags  # the server flags the family's view declares
     return {
         "name": dataset,
         "profile": profile_name,
