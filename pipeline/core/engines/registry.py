@@ -9,7 +9,9 @@ and the server's own name for it::
 
 A module of parsers registers when it is imported; a family names its parser modules
 (``pipeline.core.families.Family.parsers``) and they are imported when one of its views is first bound,
-so a process judging one family imports only that family's parsers.
+so a process judging one family imports only that family's parsers. The decorator also marks the class
+(``PARSER_NAMES``), so ``register_module`` registers a module's parsers again where the registry was
+imported afresh while the module was kept (a test runner restoring ``sys.modules``).
 
 One small interface (``ReasoningParser``, ``ToolParser``, ``WholeParser``): the class is built once per
 bound profile and view, ``Class(profile, view, tokenizer)``, and called per sample with the request the
@@ -29,10 +31,11 @@ from typing import Any, Protocol
 
 from .request import Request
 
-__all__ = ["KINDS", "register", "registered", "parser_class", "is_whole", "names",
+__all__ = ["KINDS", "PARSER_NAMES", "register", "register_module", "registered", "parser_class", "is_whole", "names",
            "ReasoningParser", "ToolParser", "WholeParser"]
 
 KINDS = ("reasoning", "tool", "whole")
+PARSER_NAMES = "tokfidelity_parser_names"  # the attribute a registered class carries: its (engine, kind, name)s
 _PARSERS: dict[tuple[str, str, str], type] = {}
 
 
@@ -64,9 +67,18 @@ def register(engine: str, kind: str, *parser_names: str) -> Callable[[type], typ
                 raise ValueError(f"{engine} {kind} parser {name!r} is registered twice: {known.__module__}.{known.__qualname__} "
                                  f"and {cls.__module__}.{cls.__qualname__}")
             _PARSERS[(engine, kind, name)] = cls
+        setattr(cls, PARSER_NAMES, (*getattr(cls, PARSER_NAMES, ()), *((engine, kind, n) for n in parser_names)))
         return cls
 
     return decorate
+
+
+def register_module(module) -> None:
+    """Register (again) every parser class a module defines with ``@register``."""
+    for obj in vars(module).values():
+        if isinstance(obj, type) and obj.__module__ == module.__name__:
+            for key in getattr(obj, PARSER_NAMES, ()):
+                _PARSERS[key] = obj
 
 
 def registered(engine: str, kind: str, name: str) -> bool:

@@ -56,9 +56,11 @@ class Family:
         return tuple(spec.name for spec in self.specs)
 
     def load_parsers(self) -> None:
-        """Import the modules that register this family's view parsers (once; importing registers them)."""
+        """Import the modules that register this family's view parsers, and register their parsers."""
+        from ..engines.registry import register_module
+
         for name in self.parsers:
-            importlib.import_module(name)
+            register_module(importlib.import_module(name))
 
     def case_generator(self) -> Any:
         """The one writer of outputs in this family's layout (``write``, ``random_output``); a LookupError
