@@ -79,7 +79,7 @@ class _Bound:
         self.whole = self.reasoning = self.tools = None
         family = family_of(profile.name)
         if family is not None:
-            family.load_parsers()  # importing a parser module registers its parsers
+            family.load_parsers(registry)  # its parser modules imported, their parsers in this registry
         name = view.reasoning_parser
         if name is not None and registry.is_whole(view.engine, name):
             self.whole = registry.parser_class(view.engine, "whole", name)(profile, view, tokenizer)

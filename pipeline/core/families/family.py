@@ -55,12 +55,13 @@ class Family:
     def profiles(self) -> tuple[str, ...]:
         return tuple(spec.name for spec in self.specs)
 
-    def load_parsers(self) -> None:
-        """Import the modules that register this family's view parsers, and register their parsers."""
-        from ..engines.registry import register_module
-
+    def load_parsers(self, registry: ModuleType | None = None) -> None:
+        """Import the modules that register this family's view parsers, and register their parsers in
+        ``registry`` (the caller's ``pipeline.core.engines.registry``: the one it will look them up in)."""
+        if registry is None:
+            from ..engines import registry
         for name in self.parsers:
-            register_module(importlib.import_module(name))
+            registry.register_module(importlib.import_module(name))
 
     def case_generator(self) -> Any:
         """The one writer of outputs in this family's layout (``write``, ``random_output``); a LookupError
