@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..errors import TokfidelityError
 from .spec import ProfileSpec
 
 __all__ = ["Family", "ENTRY_POINT_GROUP", "BUILTIN", "families", "family_of", "specs", "FamilyError"]
@@ -38,7 +39,7 @@ ENTRY_POINT_GROUP = "tokfidelity.families"
 BUILTIN = ("kimi", "chatml", "qwen3", "deepseek_v3", "gpt_oss")
 
 
-class FamilyError(ValueError):
+class FamilyError(TokfidelityError, ValueError):
     """A family that cannot be registered: a bad entry point, or a profile name two families claim."""
 
 
