@@ -146,7 +146,8 @@ class ResultsRecorder:
                 failed_checks=self.failed_checks.get(ds.name, []), ran=ranges(self.ran[ds.name]),
             ))
         libraries = fingerprints.library_versions()  # the fingerprint as gate records compute it
-        fingerprint = dataset_fingerprint({**fingerprints.code_file_hashes(), **{f"lib:{k}": v for k, v in libraries.items()}})
+        judged = [d.get("profile") for d in datasets]  # every family judged, its modules included
+        fingerprint = dataset_fingerprint({**fingerprints.code_file_hashes(judged), **{f"lib:{k}": v for k, v in libraries.items()}})
         code = {"fingerprint": fingerprint, "libraries": libraries}
         doc = results_document(datasets, self.samples, command=list(self.config.invocation_params.args),
                                partial_reasons=run_report.partial, code=code)

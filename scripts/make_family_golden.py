@@ -32,8 +32,9 @@ for p in (ROOT, ROOT / "scripts"):
 from kimi_golden import b1_glaive, b3_magicoder  # noqa: E402
 from kimi_golden.kimi_turn import _tojson, chat_response, non_canonical_split  # noqa: E402
 from make_kimi_golden import _pick_quirk_targets, hash_text, known_divergence_rate  # noqa: E402
+from pipeline.core.families import family_of  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
-from pipeline.core.profiles import bind_profile  # noqa: E402
+from pipeline.core.profiles import bind_profile, get_profile_spec  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer, resolve_tokenizer_dir  # noqa: E402
 
 FAMILIES = {  # dataset -> (profile, tokenizer as the manifest names it, model name in recorded responses)
@@ -54,25 +55,15 @@ def load_template(tokenizer_dir: Path):
 
 
 class Writer:
-    """One family's output layout, written out as the model writes it (not through reconstruction)."""
+    """One family's output layout, written out as the model writes it (its case generator, not reconstruction)."""
 
     def __init__(self, name: str, tokenizer, profile, template, config):
         self.name, self.tok, self.profile, self.m = name, tokenizer, profile, profile.ids
         self.template, self.config = template, config
+        self.cases = family_of(name).case_generator()
 
     def enc(self, text: str) -> list[int]:
         return self.tok.encode_ordinary(text)
-
-    def ids(self, pieces) -> list[int]:
-        out, text = [], ""
-        for piece in pieces:
-            if isinstance(piece, str):
-                text += piece
-                continue
-            out += self.enc(text) if text else []
-            text = ""
-            out += piece if isinstance(piece, list) else [piece]
-        return out + (self.enc(text) if text else [])
 
     def prompt_ids(self, messages, tools, thinking: bool) -> list[int]:
         bos = self.config.get("bos_token")
@@ -82,31 +73,8 @@ class Writer:
         return self.tok.encode(text)
 
     def output_ids(self, t: dict, stop: bool = True) -> list[int]:
-        m = self.m
-        pieces: list = []
-        calls = t["calls"]
-        if self.name == "qwen3":
-            if t["reasoning"] is not None:  # the template: '<think>\n' + reasoning.strip('\n') + '\n</think>\n\n'
-                pieces += [m["think_begin"], "\n" + t["reasoning"].strip("\n") + "\n", m["think_end"], "\n\n"]
-            pieces.append(t.get("content_ids") or t["content"])
-            for i, (name, args) in enumerate(calls):
-                if i or t["content"]:
-                    pieces.append(t.get("between", "\n") if i else "\n")
-                pieces += [m["tool_call_begin"], f'\n{{"name": "{name}", "arguments": {args}}}\n', m["tool_call_end"]]
-            pieces.append(t.get("after_calls", ""))
-        else:
-            pieces.append(t.get("content_ids") or t["content"])
-            if calls:
-                pieces.append(m["tool_calls_begin"])
-                for i, (name, args) in enumerate(calls):
-                    if i:
-                        pieces.append(t.get("between", "\n"))
-                    sep = t.get("sep_ids") or m["tool_sep"]
-                    pieces += [m["tool_call_begin"], "function", sep, f"{name}\n```json\n{args}\n```", m["tool_call_end"]]
-                pieces.append(t.get("section_end") or m["tool_calls_end"])
-        if stop:
-            pieces.append(t.get("stop_id") or m["stop"])
-        return self.ids(pieces)
+        """The turn laid out by the family's own case generator (the writer the differential tests use)."""
+        return self.cases.write(self.tok, self.profile, t, stop=stop)
 
 
 # ------------------------------------------------------------------------------------------
@@ -351,7 +319,8 @@ def build(dataset: str):
     template, config = load_template(folder)
     w = Writer(profile_name, tokenizer, bind_profile(profile_name, tokenizer), template, config)
     rng = random.Random(20261130 + len(dataset))
-    thinking = 0.8 if profile_name == "qwen3" else 0.0
+    opens_think = w.profile.spec.opens_think  # the output opens its own think block, the prompt says whether
+    thinking = 0.8 if opens_think else 0.0
     samples = tool_turns(rng, 48, thinking) + coding_turns(rng, 14, thinking) + answer_turns(rng, 8, thinking)
     prefix = dataset[:2].lower()
     for n, s in enumerate(samples):
@@ -364,9 +333,9 @@ def build(dataset: str):
         record = {"id": s["id"], "messages": s["messages"]}
         if s["tools"]:
             record["tools"] = s["tools"]
-        if profile_name == "qwen3" and not thinks_now:
+        if opens_think and not thinks_now:
             record["chat_template_kwargs"] = {"enable_thinking": False}
-        record["prompt_ids"] = w.prompt_ids(s["messages"], s["tools"], thinks_now or profile_name != "qwen3")
+        record["prompt_ids"] = w.prompt_ids(s["messages"], s["tools"], thinks_now or not opens_think)
         record.update(output_ids=ids, finish_reason=finish)
         if response is not None:
             record["response"] = response
@@ -386,15 +355,16 @@ SOURCE = (
 )
 LAYOUTS = {
     "qwen3": ("Qwen3", "<think>\\n...\\n</think>\\n\\n (none with enable_thinking=false, 20% of samples), content, "
-              "<tool_call> JSON blocks, <|im_end|>", "--reasoning-parser qwen3 --tool-call-parser qwen25"),
+              "<tool_call> JSON blocks, <|im_end|>"),
     "deepseek-v3": ("DeepSeek-V3", "content, <｜tool▁calls▁begin｜> calls with json code-block arguments "
-                    "<｜tool▁calls▁end｜>, <｜end▁of▁sentence｜>", "--tool-call-parser deepseekv3"),
+                    "<｜tool▁calls▁end｜>, <｜end▁of▁sentence｜>"),
 }
 
 
 def manifest(dataset, samples):
     profile_name, tokenizer_spec, _ = FAMILIES[dataset]
-    model, layout, parsers = LAYOUTS[profile_name]
+    model, layout = LAYOUTS[profile_name]
+    parsers = get_profile_spec(profile_name).views["sglang"].flags  # the server flags the family's view declares
     return {
         "name": dataset,
         "profile": profile_name,

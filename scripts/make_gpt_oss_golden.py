@@ -5,7 +5,7 @@ gpt-oss turns, CONSTRUCTED, not captured: the texts are written for this project
 scenarios in scripts/kimi_golden/b1_glaive.py and the answers below, composed with a fixed seed) and
 rendered into ids by openai-harmony itself with the real o200k_harmony tokenizer
 (../shared/tokenizers/o200k/o200k_base.tiktoken): each assistant message rendered by
-``HarmonyEncoding.render`` (tests/sglang_support/gpt_oss_outputs.py), joined as the model writes
+``HarmonyEncoding.render`` (pipeline/cases/gpt_oss_outputs.py), joined as the model writes
 them (the first without ``<|start|>assistant``, which ends the prompt; a call's recipient in its
 channel header; ``<|call|>`` after a call, ``<|return|>`` after an answer). Prompt ids are
 ``render_conversation_for_completion`` of the system, developer (tools) and user messages.
@@ -47,7 +47,7 @@ from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.harmony import harmony_encoding  # noqa: E402
 from pipeline.core.profiles import bind_profile  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
-from sglang_support.gpt_oss_outputs import HarmonyOutputs  # noqa: E402
+from pipeline.cases.gpt_oss_outputs import HarmonyOutputs  # noqa: E402
 
 NAME = "G1_harmony"
 TOKENIZER = "o200k_harmony"

@@ -133,6 +133,16 @@ def test_readme_exit_code_table_is_the_cli_table():
         assert f"{code:>3}  {meaning}" in help_text
 
 
+def test_views_table_is_the_registrys():
+    """docs/views.md's table of profiles and their parsers is what the family registry declares; the
+    commands' --profile help lists every registered profile."""
+    from pipeline.core.names import profile_names, views_table
+
+    assert views_table() in (ROOT / "docs" / "views.md").read_text(encoding="utf-8"), "paste views_table() into docs/views.md"
+    help_text = subprocess.run([sys.executable, "-m", "pipeline.cli", "render", "--help"], capture_output=True, text=True, cwd=ROOT).stdout
+    assert all(name in " ".join(help_text.split()) for name in profile_names())
+
+
 def test_version():
     from pipeline import __version__
 

@@ -12,7 +12,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
-from sglang_support.family_outputs import CJK, CODE, EMOJI, deepseek_call, deepseek_ids, qwen3_call, qwen3_ids
+from pipeline.cases.family_outputs import CJK, CODE, EMOJI, deepseek_call, deepseek_ids, qwen3_call, qwen3_ids
 
 NESTED = {"filter": {"price": {"max": 30, "currency": "EUR"}, "tags": ["a", "b"]}, "strict": True, "note": None}
 NON_ASCII = {"city": "東京", "name": "Zoë Müller", "emoji": "👍🏽"}

@@ -18,7 +18,7 @@ from pipeline.core.layout import CONTENT, REASONING, STOP, TOOL_ARGUMENTS, TOOL_
 from pipeline.core.profiles import ProfileError, bind_profile
 from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.tokenizer import load_tokenizer
-from sglang_support.gpt_oss_outputs import ARGUMENTS, CJK, CODE, EMOJI, HarmonyOutputs
+from pipeline.cases.gpt_oss_outputs import ARGUMENTS, CJK, CODE, EMOJI, HarmonyOutputs
 
 ROOT = Path(__file__).resolve().parent.parent
 from tokenizer_roots import SHARED  # noqa: E402 - TOKFIDELITY_TOKENIZERS, else ../shared/tokenizers

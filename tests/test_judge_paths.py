@@ -27,7 +27,8 @@ from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.responses import parse_response
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import ViewError, _decode, api_view, view_turn_and_bytes
-from sglang_support.kimi_outputs import ARGUMENTS, EMOJI, TEXTS, kimi_ids
+from family_support import profile_names, tokenizer_for
+from pipeline.cases.kimi_outputs import ARGUMENTS, EMOJI, TEXTS, kimi_ids
 
 PATH = Path("golden/X/samples.jsonl")
 
@@ -75,11 +76,12 @@ def _check_same(ids, profile, tokenizer, views=None):
 
 @pytest.fixture(scope="module")
 def families():
+    """Every registered profile but Kimi K2.5 (the ``kimi`` and ``profile`` fixtures), bound to its test tokenizer."""
     out = {}
-    pairs = (("qwen3", "qwen3"), ("deepseek-v3", "deepseek-v3"), ("chatml", "qwen3"), ("gpt-oss", "o200k_harmony"), ("kimi-k2", "kimi-k2"))
-    for spec, tokenizer in pairs:
-        tok = load_tokenizer(tokenizer)
-        out[spec] = (tok, bind_profile(spec, tok))
+    for name in profile_names():
+        if name != "kimi-k2.5":
+            tok = tokenizer_for(name)
+            out[name] = (tok, bind_profile(name, tok))
     return out
 
 
@@ -251,7 +253,7 @@ def test_verdicts_pickle_to_equal_verdicts():
 
 
 def _texts():
-    from sglang_support.kimi_outputs import LITERAL_MARKERS
+    from pipeline.cases.kimi_outputs import LITERAL_MARKERS
 
     return [*TEXTS, *LITERAL_MARKERS, "", " ", "<|im_end|><|im_end|>", "<think></think>", "a\ud800b", "x" * 30_000, " " * 26_000 + "y"]
 

@@ -33,6 +33,7 @@ def test_pipeline_never_imports_pytest():
 ALLOWED = {
     "pipeline.core": {"pipeline.core"},
     "pipeline.reporting": {"pipeline.core", "pipeline.reporting"},
+    "pipeline.cases": {"pipeline.core", "pipeline.cases"},
     "pipeline.stages": {"pipeline.core", "pipeline.stages"},
     "pipeline.commands": {"pipeline.core", "pipeline.stages", "pipeline.reporting", "pipeline.commands", "pipeline.cli"},
     "pytest_tokfidelity": {"pipeline.core", "pipeline.reporting", "pytest_tokfidelity"},

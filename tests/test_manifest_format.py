@@ -68,11 +68,3 @@ def test_golden_reads_names_without_loading_profiles_or_views():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.stdout.strip() == "[]", done.stderr
-
-
-def test_names_agree_with_profiles_and_views():
-    from pipeline.core.names import PROFILE_NAMES, VIEW_NAMES
-    from pipeline.core.profiles import PROFILES
-    from pipeline.core.views import VIEWS
-
-    assert set(PROFILE_NAMES) == set(PROFILES) and tuple(VIEW_NAMES) == tuple(VIEWS)

@@ -14,6 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
+
+from family_support import STAND_INS
+from pipeline.core.families import specs
 from kimi_ports import HFStyleTokenizer, renderers_kimi, tinker_ts_encoder
 from kimi_ports.generated import generated_conversations
 from transformers.utils.chat_template_utils import _normalize_chat_messages, render_jinja_template
@@ -167,14 +170,20 @@ def test_kimi_k2_renders_its_template_with_sorted_json_tools():
     assert '"properties": {"a": {}, "b": {}}' in want[0]
 
 
-@pytest.mark.parametrize("family", ["qwen3", "deepseek-v3"])
+# Every registered profile rendered through its own chat template with nothing done before it (no
+# tools_preprocess), on its own tokenizer folder (not a stand-in).
+PLAIN_TEMPLATE_PROFILES = [s.name for s in specs() if s.prompt_renderer == "template" and not s.tools_preprocess
+                           and s.name not in STAND_INS]
+
+
+@pytest.mark.parametrize("family", PLAIN_TEMPLATE_PROFILES)
 def test_other_families_render_as_transformers_apply_chat_template(family):
     """Tokenizers whose class does nothing before the template: transformers' own apply_chat_template on the
     same folder (a plain tokenizer.json, no model code) is the engine's path. Null-valued keys, the
     tokenizer's bos_token and a request's chat_template_kwargs included."""
     from transformers import AutoTokenizer
 
-    folder = SHARED / ("qwen3" if family == "qwen3" else "deepseek-v3")
+    folder = SHARED / family
     hf = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     tok = load_tokenizer(folder)
     profile = bind_profile(family, tok)

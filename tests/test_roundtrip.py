@@ -17,7 +17,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import VIEWS, api_view
-from sglang_support.kimi_outputs import ARGUMENTS, CJK, CODE, CONTRACTIONS, DIGITS, EMOJI, kimi_ids
+from pipeline.cases.kimi_outputs import ARGUMENTS, CJK, CODE, CONTRACTIONS, DIGITS, EMOJI, kimi_ids
 
 EXACT = "exact"
 SGLANG, LEGACY, VLLM, VLLM_032 = VIEWS

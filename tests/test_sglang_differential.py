@@ -22,7 +22,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_parsers
-from sglang_support.kimi_outputs import ARGUMENTS, CJK, CODE, EMOJI, kimi_ids, random_output
+from pipeline.cases.kimi_outputs import ARGUMENTS, CJK, CODE, EMOJI, kimi_ids, random_output
 
 reasoning_parser, kimik2_detector = import_sglang_parsers()
 

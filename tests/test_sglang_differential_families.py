@@ -24,7 +24,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_modules
-from sglang_support.family_outputs import (
+from pipeline.cases.family_outputs import (
     ARGUMENTS, CJK, CODE, EMOJI, NAMES, deepseek_call, deepseek_ids, qwen3_call, qwen3_ids, random_deepseek, random_qwen3,
 )
 

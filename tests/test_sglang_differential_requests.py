@@ -1,6 +1,8 @@
 """The ``sglang`` views answer the request as sglang 0.5.23 does: 400 random schema-bearing requests per
-family (Kimi K2.5, Kimi K2, Qwen3, DeepSeek-V3), each with calls written against its tools, compared
-field by field with sglang's own detectors given the request's tools.
+profile whose tool calls follow a template (every such profile of the family registry: Kimi K2.5, Kimi K2,
+Qwen3, DeepSeek-V3), each with calls written by the family's case generator against its tools, compared
+field by field with sglang's own detectors (found by the parser names the view declares) given the
+request's tools.
 
 The requests (``vllm_support/schemas.py``) declare typed tools (or none) with ``tool_choice`` auto,
 unset or ``none``. sglang functions called (nothing stubbed): ``KimiK2Detector`` / ``Qwen25Detector`` /
@@ -25,12 +27,13 @@ import random
 import pytest
 
 from pipeline.core.engines.request import request_of
+from pipeline.cases import family_outputs as fo
+from pipeline.cases import kimi_outputs as ko
+from pipeline.core.families import family_of, specs
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_modules
-from sglang_support import family_outputs as fo
-from sglang_support import kimi_outputs as ko
 from vllm_support.schemas import random_arguments, random_request
 
 reasoning_parser, kimik2, qwen25, deepseekv3, protocol = import_sglang_modules(
@@ -42,6 +45,10 @@ reasoning_parser, kimik2, qwen25, deepseekv3, protocol = import_sglang_modules(
 )
 CASES = 400
 NAMES = ("get_weather", "search", "read_file", "book.flight", "run-cmd")
+# sglang's own detectors, by the name its --tool-call-parser flag gives them (its FunctionCallParser map).
+DETECTORS = {"kimi_k2": kimik2.KimiK2Detector, "qwen25": qwen25.Qwen25Detector, "deepseekv3": deepseekv3.DeepSeekV3Detector}
+# Every registered profile whose calls follow a template and whose sglang view parses them.
+PROFILES = [s.name for s in specs() if s.tool_calls is not None and "sglang" in s.views and s.views["sglang"].tool_parser]
 
 
 def _tools(sent):
@@ -55,13 +62,12 @@ def sglang_response(ids, finish, profile, tokenizer, family, sent, choice) -> di
         ids = ids[:-1]
     text = tokenizer.decode(ids)
     reasoning = None
-    kind, thinking = {"kimi-k2.5": ("kimi_k2", True), "kimi-k2": (None, False), "qwen3": ("qwen3", True),
-                      "deepseek-v3": (None, False)}[family]
-    if kind:
-        parser = reasoning_parser.ReasoningParser(model_type=kind, stream_reasoning=False, force_reasoning=thinking)
+    view = profile.spec.views["sglang"]
+    if view.reasoning_parser:
+        parser = reasoning_parser.ReasoningParser(model_type=view.reasoning_parser, stream_reasoning=False,
+                                                  force_reasoning=profile.spec.thinking)
         reasoning, text = parser.parse_non_stream(text)
-    detector = {"kimi-k2.5": kimik2.KimiK2Detector, "kimi-k2": kimik2.KimiK2Detector, "qwen3": qwen25.Qwen25Detector,
-                "deepseek-v3": deepseekv3.DeepSeekV3Detector}[family]()
+    detector = DETECTORS[view.tool_parser]()
     tool_calls = None
     if sent and choice != "none" and detector.has_tool_call(text):
         try:
@@ -71,8 +77,7 @@ def sglang_response(ids, finish, profile, tokenizer, family, sent, choice) -> di
         if result is not None:
             text = result.normal_text
             if result.calls:
-                ids_format = "functions.{name}:{index}" if family.startswith("kimi") else "call_{index:024x}"
-                tool_calls = [{"id": ids_format.format(name=c.name, index=n), "type": "function",
+                tool_calls = [{"id": view.assembly.call_id.format(name=c.name, index=n), "type": "function",
                                "function": {"name": c.name, "arguments": c.parameters}} for n, c in enumerate(result.calls)]
                 if finish == "stop":
                     finish = "tool_calls"
@@ -80,16 +85,17 @@ def sglang_response(ids, finish, profile, tokenizer, family, sent, choice) -> di
 
 
 def _writer(family, tokenizer, profile):
-    if family.startswith("kimi"):
-        def write(calls, rng):
-            heads = [(f"functions.{n}:{i}" if rng.random() < 0.7 else str(i), a) for i, (n, a) in enumerate(calls)]
-            return ko.kimi_ids(tokenizer, profile, "r", rng.choice(("", "Let me check.")), heads)
-    elif family == "qwen3":
-        def write(calls, rng):
-            return fo.qwen3_ids(tokenizer, profile, "\nr\n", rng.choice(("", "Let me check.")), [fo.qwen3_call(n, a) for n, a in calls])
-    else:
-        def write(calls, rng):
-            return fo.deepseek_ids(tokenizer, profile, rng.choice(("", "Let me check.")), [fo.deepseek_call(n, a) for n, a in calls])
+    """Calls written by the family's case generator: a reasoning "r" where the profile thinks, content
+    or none; where the template writes call ids (Kimi's ``$id``), each call's head is the model's id or a
+    bare counter."""
+    cases, spec = family_of(family).case_generator(), profile.spec
+
+    def write(calls, rng):
+        if "$id" in spec.tool_calls.call:
+            calls = [(f"functions.{n}:{i}" if rng.random() < 0.7 else str(i), a) for i, (n, a) in enumerate(calls)]
+        turn = {"reasoning": "r" if spec.thinking else None, "content": rng.choice(("", "Let me check.")), "calls": calls}
+        return cases.write(tokenizer, profile, turn)
+
     return write
 
 
@@ -112,7 +118,7 @@ def _cases(family, tokenizer, profile, seed):
     return out
 
 
-@pytest.mark.parametrize("family", ["kimi-k2.5", "kimi-k2", "qwen3", "deepseek-v3"])
+@pytest.mark.parametrize("family", PROFILES)
 def test_schema_bearing_requests_agree_with_sglang(family):
     tokenizer = load_tokenizer(family)
     profile = bind_profile(family, tokenizer)

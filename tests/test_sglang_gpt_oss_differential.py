@@ -27,7 +27,7 @@ from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_gpt_oss
-from sglang_support.gpt_oss_outputs import CJK, CODE, EMOJI, NAMES, HarmonyOutputs, random_output
+from pipeline.cases.gpt_oss_outputs import CJK, CODE, EMOJI, NAMES, HarmonyOutputs, random_output
 
 reasoning_parser, gpt_oss_detector, protocol = import_sglang_gpt_oss()
 SGLANG_CALL_TOKEN = 200012  # hard-coded in sglang's detokenizer_manager.trim_matched_stop

@@ -8,7 +8,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.responses import parse_response
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import VIEWS, ViewError, api_view
-from sglang_support.kimi_outputs import kimi_ids
+from pipeline.cases.kimi_outputs import kimi_ids
 
 
 def test_view_names():
@@ -121,16 +121,49 @@ def test_per_profile_parser_is_built_once(kimi, profile):
 
 
 def test_every_declared_view_names_registered_parsers():
-    """Each family's views name their parsers as the servers do, and the registry has code for each name."""
+    """Each family's views name their parsers as the servers do, and the modules the family names register
+    code for each name."""
     from pipeline.core.engines import registry
-    from pipeline.core.profiles import PROFILES
+    from pipeline.core.families import families
 
-    for spec in PROFILES.values():
-        assert "sglang" in spec.views and "vllm" in spec.views, spec.name
-        for name, view in spec.views.items():
-            for kind, parser in (("reasoning", view.reasoning_parser), ("tool", view.tool_parser)):
-                if parser is not None:
-                    assert registry.registered(view.engine, kind, parser), (spec.name, name, kind, parser)
-                    whole = kind == "reasoning" and (view.engine, parser) in registry.WHOLE
-                    assert registry.parser_class(view.engine, "whole" if whole else kind, parser), (spec.name, name)
+    for family in families():
+        family.load_parsers()
+        for spec in family.specs:
+            assert "sglang" in spec.views and "vllm" in spec.views, spec.name
+            for name, view in spec.views.items():
+                for kind, parser in (("reasoning", view.reasoning_parser), ("tool", view.tool_parser)):
+                    if parser is not None:
+                        assert registry.registered(view.engine, kind, parser), (spec.name, name, kind, parser)
+                        whole = kind == "reasoning" and registry.is_whole(view.engine, parser)
+                        assert registry.parser_class(view.engine, "whole" if whole else kind, parser), (spec.name, name)
     assert not registry.registered("vllm", "tool", "qwen25") and not registry.registered("sglang", "tool", "hermes")
+    with pytest.raises(LookupError, match="no vllm tool parser 'qwen25' is registered .registered: .*hermes"):
+        registry.parser_class("vllm", "tool", "qwen25")
+
+
+def test_a_views_parsers_are_imported_with_its_family_only():
+    """Binding a Qwen3 view imports Qwen3's parser modules and no other family's; importing registers them."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom pipeline.core.tokenizer import load_tokenizer\nfrom pipeline.core.profiles import bind_profile\n"
+            "from pipeline.core.views import api_view\nfrom pipeline.core.engines import registry\n"
+            "t = load_tokenizer('qwen3'); p = bind_profile('qwen3', t)\n"
+            "assert not registry.registered('sglang', 'tool', 'qwen25')\n"
+            "api_view([9707, 151645], 'stop', p, t, 'sglang')\n"
+            "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('pipeline.core.engines.') and "
+            "m.rsplit('.', 1)[1].startswith(('sglang_', 'vllm_'))), registry.names('sglang', 'tool'))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['sglang_qwen',", "'vllm_decode',", "'vllm_engine',", "'vllm_qwen']", "['qwen25']"]
+
+
+def test_a_parser_name_is_registered_once():
+    from pipeline.core.engines import registry
+
+    registry.register("sglang", "tool", "test-only")(type("One", (), {}))
+    try:
+        with pytest.raises(ValueError, match="sglang tool parser 'test-only' is registered twice"):
+            registry.register("sglang", "tool", "test-only")(type("Other", (), {}))
+    finally:
+        registry._PARSERS.pop(("sglang", "tool", "test-only"))

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..core.names import names_help
 from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
 
 HELP = (
@@ -15,7 +16,7 @@ HELP = (
 
 
 def add_arguments(p):
-    p.add_argument("--profile", help="model turn format, e.g. kimi-k2.5, kimi-k2, chatml (default: the dataset's)")
+    p.add_argument("--profile", help=f"model turn format: one of {names_help()} (default: the dataset's)")
     p.add_argument("--tokenizer", help="tokenizer path, folder name or hub id (default: the dataset's)")
     p.add_argument("--golden", metavar="DIR", help="a golden dataset folder (manifest.json + samples.jsonl)")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")

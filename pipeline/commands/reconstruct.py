@@ -5,13 +5,14 @@ from __future__ import annotations
 import sys
 
 from .jsonl_filter import filter_lines
+from ..core.names import names_help
 from ..cli import EXIT_OK, EXIT_FAILED, EXIT_USAGE
 
 HELP = "Rebuild output token ids from OpenAI-compatible responses, one JSON object a line on stdin."
 
 
 def add_arguments(p):
-    p.add_argument("--profile", required=True, help="model turn format, e.g. kimi-k2.5, kimi-k2, chatml, qwen3, deepseek-v3")
+    p.add_argument("--profile", required=True, help=f"model turn format: one of {names_help()}")
     p.add_argument("--tokenizer", required=True, help="tokenizer path, folder name or hub id")
 
 

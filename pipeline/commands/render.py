@@ -9,13 +9,14 @@ from __future__ import annotations
 import sys
 
 from .jsonl_filter import filter_lines
+from ..core.names import names_help
 from ..cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 HELP = "Render prompt token ids from conversations, one {\"messages\", \"tools\"} JSON object a line, as the model's own tokenizer does."
 
 
 def add_arguments(p):
-    p.add_argument("--profile", required=True, help="model turn format, e.g. kimi-k2.5, kimi-k2, chatml, qwen3, deepseek-v3")
+    p.add_argument("--profile", required=True, help=f"model turn format: one of {names_help()}")
     p.add_argument("--tokenizer", required=True, help="tokenizer path, folder name or hub id (its folder holds the chat template)")
     p.add_argument("input", nargs="?", help="JSONL file of conversations (default: stdin)")
 

@@ -62,9 +62,7 @@ class DivergenceContext:
         # A cut output whose response says it was not cut: the cut is hidden from the reconstruction.
         self.finish_rewritten = self.cut_at_length and response_finish_reason not in (None, "length")
         self.think_end = profile.ids.get("think_end") if profile is not None else None
-        self.call_markers = frozenset(
-            profile.ids[r] for r in ("tool_call_begin", "tool_call_end", "tool_call_argument_begin") if profile and r in profile.ids
-        )
+        self.call_markers = frozenset(profile.ids[r] for r in profile.spec.call_marker_roles) if profile else frozenset()
         # Where the golden text ends: before a final stop/special token.
         self.golden_text_end = len(golden) - 1 if golden and golden[-1] in self.specials else len(golden)
 

@@ -3,9 +3,9 @@
 A profile names the marker texts of a model's assistant turn. Ids are never written here:
 ``bind_profile`` encodes each marker's text through the tokenizer and checks the result
 against the tokenizer's special-token table, so a wrong id cannot be configured by hand.
-Each family's specs live in its module under ``pipeline.core.families``; adding a model is a
-``ProfileSpec`` there (marker texts, stop texts, tool-call template as data, and its views: the
-engines serving it, by their parsers' names, ``pipeline.core.engines``).
+Each family's specs live in its ``Family`` object (``pipeline.core.families``, the one registry);
+adding a model is a family module there (marker texts, stop texts, tool-call template as data, and its
+views: the engines serving it, by their parsers' names, ``pipeline.core.engines``).
 """
 
 from __future__ import annotations
@@ -16,13 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import TokfidelityError
-from .families import SPECS
+from .families import specs
 from .families.spec import OUTPUT_ROLES, ProfileSpec, ToolCallFormat
 from .tokenizer import Tokenizer
 
 __all__ = ["ProfileSpec", "ToolCallFormat", "Profile", "ProfileError", "PROFILES", "OUTPUT_ROLES", "get_profile_spec", "bind_profile"]
 
-PROFILES: dict[str, ProfileSpec] = {spec.name: spec for spec in SPECS}
+
+
+def __getattr__(name: str):
+    if name == "PROFILES":  # every registered profile by name, read from the family registry on use
+        return {spec.name: spec for spec in specs()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ProfileError(TokfidelityError, ValueError):
@@ -30,10 +35,10 @@ class ProfileError(TokfidelityError, ValueError):
 
 
 def get_profile_spec(name: str) -> ProfileSpec:
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise ProfileError(f"unknown profile {name!r}; known profiles: {', '.join(sorted(PROFILES))}") from None
+    found = next((spec for spec in specs() if spec.name == name), None)
+    if found is None:
+        raise ProfileError(f"unknown profile {name!r}; known profiles: {', '.join(sorted(s.name for s in specs()))}")
+    return found
 
 
 @dataclass(frozen=True)

@@ -30,14 +30,20 @@ from .engines.request import ASSUMED, NAMED, NONE, REQUIRED, Request
 from .engines.view import View
 from .errors import TokfidelityError
 from .golden import DEFAULT_VIEW
-from .names import VIEW_NAMES
+from .families import family_of
+from .names import view_names
 from .profiles import Profile
 from .responses import ApiTurn, ToolCall, normalize_finish_reason, parse_response
 from .tokenizer import Tokenizer
 
-__all__ = ["VIEWS", "api_view", "view_turn_and_bytes", "ViewError", "get_view"]
+__all__ = ["api_view", "view_turn_and_bytes", "ViewError", "get_view"]
 
-VIEWS = VIEW_NAMES  # every view name (pipeline.core.names); each profile lists those it has
+
+
+def __getattr__(name: str):
+    if name == "VIEWS":  # every view name (pipeline.core.names); each profile lists those it has
+        return view_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ViewError(TokfidelityError, ValueError):
@@ -48,8 +54,8 @@ def get_view(profile: Profile, name: str) -> View:
     """The profile's view ``name``, or a ViewError naming the views it has."""
     view = profile.spec.views.get(name)
     if view is None:
-        if name not in VIEWS:
-            raise ViewError(f"unknown api view {name!r}; known views: {', '.join(VIEWS)}")
+        if name not in view_names():
+            raise ViewError(f"unknown api view {name!r}; known views: {', '.join(view_names())}")
         raise ViewError(f"profile {profile.name} has no api view {name!r}; its views: {', '.join(profile.spec.views)}")
     return view
 
@@ -71,8 +77,11 @@ class _Bound:
         self.decode = _decoder(view, view.decode.skip_special_tokens, tokenizer)
         self._plain_decode = None
         self.whole = self.reasoning = self.tools = None
+        family = family_of(profile.name)
+        if family is not None:
+            family.load_parsers(registry)  # its parser modules imported, their parsers in this registry
         name = view.reasoning_parser
-        if name is not None and (view.engine, name) in registry.WHOLE:
+        if name is not None and registry.is_whole(view.engine, name):
             self.whole = registry.parser_class(view.engine, "whole", name)(profile, view, tokenizer)
             return
         if name is not None:

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
-from sglang_support import family_outputs as fo
-from sglang_support import kimi_outputs as ko
+from pipeline.cases import chatml_outputs as co
+from pipeline.cases import family_outputs as fo
+from pipeline.cases import kimi_outputs as ko
 
 from . import setup_for
 from .schemas import random_arguments, random_request
@@ -99,10 +100,6 @@ def _group(profile_name: str, folder: str, prompt: str, **kwargs) -> Group:
     setup = setup_for(view, folder, tokenizer.encode(prompt), profile.stop_ids, kwargs.get("chat_template_kwargs"))
     return Group(profile_name, profile, tokenizer, setup)
 
-
-def _random_text(rng: random.Random, pool) -> str:
-    parts = rng.sample(pool, rng.randint(0, 3))
-    return rng.choice(("", " ", "\n", "\n\n")) + rng.choice(("", " ", "\n")).join(parts) + rng.choice(("", " ", "\n"))
 
 
 def kimi_k25() -> Group:
@@ -243,7 +240,6 @@ def deepseek_v3() -> Group:
     return g
 
 
-CHATML_POOL = ko.TEXTS + ("literal <|im_end|> and <|im_start|> text", "a <think> tag", "Plain answer.", "👩\u200d👩\u200d👧")
 
 
 def chatml() -> Group:
@@ -253,16 +249,15 @@ def chatml() -> Group:
     g.cases["length-cut-inside-utf8"] = (t.encode_ordinary("Sure: 👍")[:-1], "length")
     g.cases["special-id-inside-output"] = (t.encode_ordinary("a") + [p.stop_id] + t.encode_ordinary("b") + [p.stop_id], "stop")
     for n in range(RANDOM):
-        ids = t.encode_ordinary(_random_text(rng, CHATML_POOL)) + [p.stop_id]
-        g.cases[f"random-{n}"] = (ids[: rng.randint(0, len(ids) - 1)], "length") if rng.random() < 0.3 else (ids, "stop")
+        g.cases[f"random-{n}"] = co.random_output(t, p, rng)
     add_schema_cases(g, random.Random(3312505),
-                     lambda calls, rng: t.encode_ordinary(_random_text(rng, CHATML_POOL) + "".join(a for _, a in calls)) + [p.stop_id])
+                     lambda calls, rng: co.chatml_ids(t, p, co.random_text(rng) + "".join(a for _, a in calls)))
     return g
 
 
 def gpt_oss() -> Group:
     from pipeline.core.harmony import harmony_encoding
-    from sglang_support import gpt_oss_outputs as go
+    from pipeline.cases import gpt_oss_outputs as go
 
     g = _group("gpt-oss", "o200k/o200k_harmony", "<|start|>user<|message|>hi<|end|><|start|>assistant")
     t, p = g.tokenizer, g.profile

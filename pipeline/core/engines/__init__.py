@@ -2,7 +2,8 @@
 
 ``view``: a view is a small declared object (the engine, its reasoning and tool-call parsers named as
 the server names them, the decode options it applies, its response-assembly rules). ``registry``: the
-engines' parsers keyed by their own names, imported only when a view uses them (as vLLM's
-``ReasoningParserManager`` and SGLang's function-call parser map register theirs). One module per
+engines' parsers, each class registered under the server's own name with ``@register`` (as vLLM's
+``ToolParserManager.register_module`` registers theirs), its module imported when a view of the family
+that names it is first bound. One module per
 engine and parser family restates that engine's code; the differential tests run the engine's own.
 """

@@ -17,10 +17,12 @@ import json
 import re
 
 from .request import ASSUMED, NONE
+from .registry import register
 
 __all__ = ["DeepSeekV3Tools"]
 
 
+@register("sglang", "tool", "deepseekv3")
 class DeepSeekV3Tools:
     __slots__ = ("bot", "find_calls", "detail")
 

@@ -32,6 +32,8 @@ import json
 import re
 from collections.abc import Mapping
 
+from .registry import register
+
 __all__ = ["GptOssReasoning", "GptOssTools", "harmony_events"]
 
 _KINDS = {"start": "START", "channel": "CHANNEL", "message": "MESSAGE", "constrain": "CONSTRAIN",
@@ -241,6 +243,7 @@ def _filtered(events, state, ends_with_call):
     return kept
 
 
+@register("sglang", "reasoning", "gpt-oss")
 class GptOssReasoning:
     """``--reasoning-parser gpt-oss``: (reasoning or None, the other blocks' text, a call block's raw text)."""
 
@@ -256,6 +259,7 @@ class GptOssReasoning:
         return reasoning or None, normal
 
 
+@register("sglang", "tool", "gpt-oss")
 class GptOssTools:
     """``--tool-call-parser gpt-oss``: (content, calls) from the reasoning parser's normal text; a call to a
     tool the request does not declare is dropped."""

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 
 from .request import ASSUMED, NONE
+from .registry import register
 
 __all__ = ["KimiK2Reasoning", "KimiK2Tools"]
 
@@ -69,6 +70,7 @@ def infer_tool_name(request, arguments: str) -> str | None:
     return best
 
 
+@register("sglang", "reasoning", "kimi_k2")
 class KimiK2Reasoning:
     __slots__ = ("think_start", "think_end", "tools_begin")
 
@@ -92,6 +94,7 @@ class KimiK2Reasoning:
         return text, ""  # cut while reasoning
 
 
+@register("sglang", "tool", "kimi_k2")
 class KimiK2Tools:
     __slots__ = ("tools_begin", "call_regex")
 

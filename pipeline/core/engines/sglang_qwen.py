@@ -22,10 +22,12 @@ import json
 import re
 
 from .request import ASSUMED, NONE
+from .registry import register
 
 __all__ = ["Qwen3Reasoning", "Qwen25Tools"]
 
 
+@register("sglang", "reasoning", "qwen3")
 class Qwen3Reasoning:
     __slots__ = ("think_begin", "think_end", "call_begin")
 
@@ -45,6 +47,7 @@ class Qwen3Reasoning:
         return (text[:j], text[j:]) if j >= 0 else (text, "")
 
 
+@register("sglang", "tool", "qwen25")
 class Qwen25Tools:
     __slots__ = ("bot", "body")
 

@@ -120,7 +120,7 @@ def vllm_views(reasoning: str | None = None, tool: str | None = None, **options)
 
 def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_tokens: bool = False,
          class_special: tuple[str, ...] | None = None, class_ordinary: tuple[str, ...] = (),
-         leading_space: bool = False, version: str = VLLM_VERSION) -> View:
+         leading_space: bool = False, version: str = VLLM_VERSION, note: str = "") -> View:
     """vLLM (``version``, 0.32.0 or 0.33.0) serving with these parsers, for the request: its
     incremental detokenizer (``skip_special_tokens`` as the parsers' ``adjust_request`` leaves it,
     ``spaces_between_special_tokens`` on, its default), the matched stop not decoded; the message built
@@ -139,7 +139,7 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
                         tool_calls_finish_over_length=not newer, required_finish_without_calls=not newer,
                         content_as_parsed=True, forced_choice_rules=True)
-    return View("vllm", version, reasoning, tool, decode, assembly)
+    return View("vllm", version, reasoning, tool, decode, assembly, note)
 
 
 def sglang_legacy(view: View) -> View:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import re
 
 from .request import ASSUMED, NONE
+from .registry import register
 from .view import release
 
 __all__ = ["DeepSeekV3Tools"]
 
 
+@register("vllm", "tool", "deepseek_v3")
 class DeepSeekV3Tools:
     __slots__ = ("begin", "end", "regex", "after")
 

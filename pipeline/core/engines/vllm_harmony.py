@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from ..harmony import harmony_encoding
+from .registry import register
 
 __all__ = ["HarmonyParser"]
 
@@ -43,6 +44,8 @@ def _fields(m):
     return m.channel, _normalize(m.recipient), m.content_type, m.content[0].text if m.content else None, m.author.role
 
 
+@register("vllm", "whole", "openai_gptoss")
+@register("vllm", "tool", "openai")  # only ever composed with openai_gptoss (whole)
 class HarmonyParser:
     __slots__ = ("encoding", "tokenizer")
 

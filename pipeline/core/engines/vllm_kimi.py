@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from .request import ASSUMED, NONE
+from .registry import register
 from .view import release
 from .vllm_schema import fix_arg_types
 from .vllm_decode import class_special_texts
@@ -68,6 +69,7 @@ def thinking(request) -> bool:
     return True if flag is None else flag
 
 
+@register("vllm", "reasoning", "kimi_k2")
 class KimiK2Reasoning:
     __slots__ = ("config",)
 
@@ -80,6 +82,7 @@ class KimiK2Reasoning:
         return reasoning_pass(text, self.config, thinking=True)
 
 
+@register("vllm", "tool", "kimi_k2")
 class KimiK2Tools:
     __slots__ = ("configs", "int_first")
 

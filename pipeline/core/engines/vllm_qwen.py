@@ -21,6 +21,7 @@ import json
 import re
 
 from .request import ASSUMED, NONE
+from .registry import register
 from .view import release
 from .vllm_decode import class_special_texts
 from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass
@@ -54,6 +55,7 @@ def _config(profile, drop_texts) -> EngineConfig:
     return EngineConfig(terminals, transitions, strip_reasoning=False, drop_texts=drop_texts)
 
 
+@register("vllm", "reasoning", "qwen3")
 class Qwen3Reasoning:
     __slots__ = ("config", "think_begin", "prompt_rule", "ends", "opens", "bounds")
 
@@ -87,6 +89,7 @@ class Qwen3Reasoning:
         return reasoning_pass(text, self.config, thinking=True)
 
 
+@register("vllm", "tool", "hermes")
 class HermesTools:
     __slots__ = ("begin", "regex")
 

@@ -1,11 +1,11 @@
-"""The model families tokfidelity knows: each module holds its profiles (and, where its server's
-parsers differ from Kimi's, their restatement). Adding a family is adding its module to this list."""
+"""The model families tokfidelity knows, each one ``Family`` object (``family.py``): the built-in ones
+named in ``family.BUILTIN``, and those other packages add through the entry-point group
+``tokfidelity.families``. ``families()`` is the one registry every name list is read from."""
 
 from __future__ import annotations
 
-from . import deepseek_v3, gpt_oss, kimi, qwen3
-from .spec import ProfileSpec, ToolCallFormat
+from .family import BUILTIN, ENTRY_POINT_GROUP, Family, FamilyError, families, family_of, specs
+from .spec import OwnLayout, ProfileSpec, ToolCallFormat
 
-__all__ = ["ProfileSpec", "ToolCallFormat", "SPECS"]
-
-SPECS: tuple[ProfileSpec, ...] = (*kimi.SPECS, *qwen3.SPECS, *deepseek_v3.SPECS, *gpt_oss.SPECS)
+__all__ = ["Family", "FamilyError", "ProfileSpec", "ToolCallFormat", "OwnLayout", "BUILTIN", "ENTRY_POINT_GROUP",
+           "families", "family_of", "specs"]

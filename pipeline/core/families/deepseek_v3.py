@@ -12,9 +12,10 @@ format SGLang's ``DeepSeekV3Detector`` documents):
 from __future__ import annotations
 
 from ..engines.view import sglang, vllm_views
+from .family import Family
 from .spec import ProfileSpec, ToolCallFormat
 
-__all__ = ["SPECS"]
+__all__ = ["SPECS", "FAMILY"]
 
 # The added tokens DeepSeek-V3's tokenizer class does not treat as special (tokenizer.json: "special": false).
 _ORDINARY = ("<｜fim▁hole｜>", "<｜fim▁begin｜>", "<｜fim▁end｜>", "<｜User｜>", "<｜Assistant｜>", "<｜tool▁calls▁begin｜>",
@@ -48,3 +49,6 @@ SPECS = (
         "<｜tool▁calls▁end｜>, <｜end▁of▁sentence｜>; no thinking.",
     ),
 )
+
+FAMILY = Family("deepseek-v3", SPECS, __name__, parsers=("pipeline.core.engines.sglang_deepseek", "pipeline.core.engines.vllm_deepseek"),
+                cases="pipeline.cases.family_outputs:DEEPSEEK_V3", description="DeepSeek-V3: tool-call section with JSON code-block arguments")

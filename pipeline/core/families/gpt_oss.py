@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from ..engines.view import sglang, vllm_views
 from . import gpt_oss_layout
+from .family import Family
 from .spec import OwnLayout, ProfileSpec
 
-__all__ = ["SPECS", "MARKERS", "EXTRA_STOPS", "RECIPIENT"]
+__all__ = ["SPECS", "FAMILY", "MARKERS", "EXTRA_STOPS", "RECIPIENT"]
 
 # Marker roles of the harmony output: each is one special id, bound and cross-checked by bind_profile.
 MARKERS = {
@@ -40,10 +41,13 @@ SPECS = (
         # SGLang's detokenizer keeps <|call|> (200012) for --tool-call-parser gpt-oss
         # vLLM parses the ids with openai-harmony (its HarmonyParser), whatever the detokenized text.
         views={"sglang": sglang("gpt-oss", "gpt-oss", keeps_stops=("<|call|>",)),
-               **vllm_views("openai_gptoss", "openai", class_ordinary=())},
+               **vllm_views("openai_gptoss", "openai", class_ordinary=(), note="vLLM's `HarmonyParser`, on the ids")},
         own_layout=OwnLayout(bind=gpt_oss_layout.bind, reconstruct=gpt_oss_layout.reconstruct,
                              split=gpt_oss_layout.split_harmony),
         description="gpt-oss (harmony format, openai-harmony): analysis, commentary and final messages; "
         "<|return|> ends an answer, <|call|> a tool call.",
     ),
 )
+
+FAMILY = Family("gpt-oss", SPECS, __name__, parsers=("pipeline.core.engines.sglang_gpt_oss", "pipeline.core.engines.vllm_harmony"),
+                cases="pipeline.cases.gpt_oss_outputs:CASES", description="gpt-oss: harmony messages (its own layout)")

@@ -1,9 +1,10 @@
-"""Kimi K2 / K2.5 and plain ChatML (SmolLM2): their profiles and the engines serving them (their views).
+"""Kimi K2 / K2.5: their profiles and the engines serving them (their views).
 SGLang serves Kimi with ``--reasoning-parser kimi_k2 --tool-call-parser kimi_k2`` (``engines/sglang_kimi.py``)."""
 
 from __future__ import annotations
 
 from ..engines.view import View, sglang, sglang_legacy, vllm_views
+from .family import Family
 from .spec import ProfileSpec, ToolCallFormat
 
 # What Kimi's tokenizer class (TikTokenTokenizer, the model repository's Python, through which both
@@ -71,13 +72,11 @@ SPECS = (
         description="Kimi K2 Instruct: content, tool-call section, <|im_end|>; no thinking.",
         **_KIMI_COMMON,
     ),
-    ProfileSpec(
-        name="chatml",
-        default_tokenizer="HuggingFaceTB/SmolLM2-135M-Instruct",
-        markers={"stop": "<|im_end|>"},
-        prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
-        description="ChatML (SmolLM2, Qwen without tools): content then <|im_end|>.",
-        # vLLM without parsers keeps skip_special_tokens on (its default): the class's specials are skipped.
-        views={**_views(None, None, ()), **vllm_views(skip_special_tokens=True)},
-    ),
+)
+
+FAMILY = Family(
+    "kimi", SPECS, __name__,
+    parsers=("pipeline.core.engines.sglang_kimi", "pipeline.core.engines.vllm_kimi"),
+    cases="pipeline.cases.kimi_outputs:CASES",
+    description="Kimi K2.5 and K2: tool-call sections with functions.NAME:IDX ids",
 )

@@ -15,9 +15,10 @@ on ``<|im_end|>`` and ``<|endoftext|>`` (Qwen3's generation_config eos ids).
 from __future__ import annotations
 
 from ..engines.view import sglang, vllm_views
+from .family import Family
 from .spec import ProfileSpec, ToolCallFormat
 
-__all__ = ["SPECS"]
+__all__ = ["SPECS", "FAMILY"]
 
 # The added tokens Qwen3's tokenizer class does not treat as special (tokenizer.json: "special": false).
 _ORDINARY = ("<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
@@ -50,3 +51,6 @@ SPECS = (
         "with thinking off (enable_thinking=false) no think block.",
     ),
 )
+
+FAMILY = Family("qwen3", SPECS, __name__, parsers=("pipeline.core.engines.sglang_qwen", "pipeline.core.engines.vllm_qwen"),
+                cases="pipeline.cases.family_outputs:QWEN3", description="Qwen3 hybrid thinking: <think> block, <tool_call> JSON blocks")

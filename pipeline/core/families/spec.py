@@ -61,6 +61,8 @@ class OwnLayout:
     bind: Callable  # (profile, tokenizer) -> None: derive and check what the layout needs; raises ValueError
     reconstruct: Callable  # (ApiTurn, profile, tokenizer) -> output ids
     split: Callable  # (ids, profile) -> layout.OutputLayout
+    # The marker roles that make up one tool call (a diagnosis reads an inserted one as a rebuilt call head).
+    call_markers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,13 @@ class ProfileSpec:
     @property
     def stop_texts(self) -> tuple[str, ...]:
         return (self.markers["stop"], *self.extra_stops)
+
+    @property
+    def call_marker_roles(self) -> tuple[str, ...]:
+        """The marker roles one tool call is written with: its template's markers, or its own layout's."""
+        if self.tool_calls is not None:
+            return self.tool_calls.markers()
+        return self.own_layout.call_markers if self.own_layout is not None else ()
 
     @property
     def opens_think(self) -> bool:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 from openai_harmony import Message, Role
 
+from . import CaseGenerator
+
 CODE = 'def f(x):\n\tif x  >  1:\n\t\treturn  x\t# tab\n    pass\n'
 CJK = "中文测试，汉字与标点。日本語のテキストと한국어"
 EMOJI = "family 👩\u200d👩\u200d👧\u200d👦, thumbs 👍🏽!"
@@ -108,3 +110,19 @@ def random_output(gen: HarmonyOutputs, rng: random.Random) -> tuple[list[int], s
     if rng.random() < 0.05:
         ids[-1] = gen.tok.encode("<|endoftext|>")[0]  # stopped on the other eos id
     return ids, "stop"
+
+
+def _generator(tokenizer, profile) -> HarmonyOutputs:
+    from ..core.harmony import harmony_encoding
+
+    return HarmonyOutputs(harmony_encoding(tokenizer), tokenizer, profile)
+
+
+def write(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``reasoning``, ``content``, ``calls``: (name, arguments) pairs) as harmony messages; without
+    ``stop`` the last message's end is left off (a length cut)."""
+    ids = _generator(tokenizer, profile).turn(turn.get("reasoning"), turn.get("content"), turn.get("calls", ()))
+    return ids if stop else ids[:-1]
+
+
+CASES = CaseGenerator(write=write, random_output=lambda tokenizer, profile, rng: random_output(_generator(tokenizer, profile), rng))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from . import CaseGenerator
+
 # Text that stresses tokenization and parsers.
 CODE = 'def f(x):\n\tif x  >  1:\n\t\treturn  x\t# tab\n    pass\n\n\nclass  A :  pass\n'
 CJK = "中文测试，汉字与标点。日本語のテキストと한국어"
@@ -99,3 +101,12 @@ def random_output(tokenizer, profile, rng: random.Random) -> tuple[list[int], st
     if rng.random() < 0.25:  # cut at the length limit somewhere (never keeping the stop token)
         return ids[: rng.randint(0, len(ids) - 1)], "length"
     return ids, "stop"
+
+
+def write(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``reasoning``, ``content``, ``calls``: (call id text, arguments) pairs) as Kimi writes it."""
+    return kimi_ids(tokenizer, profile, turn.get("reasoning") or "", turn.get("content") or "", turn.get("calls", ()),
+                    between=turn.get("between", ""), stop=stop)
+
+
+CASES = CaseGenerator(write=write, random_output=random_output)

@@ -1,6 +1,8 @@
 """Qwen3 and DeepSeek-V3 output ids built the way each model writes them (its chat template's
 layout): text runs as ordinary tokens (``encode_ordinary``), structure as the profile's marker ids.
-Shared by the differential tests, the round-trip tests and the golden-set script."""
+The one writer of these layouts: the differential tests, the round-trip tests and the golden-set script
+(``scripts/make_family_golden.py``, through ``QWEN3.write`` / ``DEEPSEEK_V3.write``) all use it. A text
+piece may also be given as ids (a list), written as they are: a golden quirk's non-canonical split."""
 
 from __future__ import annotations
 
@@ -8,13 +10,14 @@ import json
 import random
 from collections.abc import Sequence
 
+from . import CaseGenerator
 from .kimi_outputs import ARGUMENTS, CJK, CODE, EMOJI, TEXTS
 
 NAMES = ("get", "search_web", "read_file", "run-cmd", "查询")
 
 
 def _ids(tokenizer, pieces) -> list[int]:
-    """Marker ids (int) and text runs (str) to ids; adjacent text runs are encoded together."""
+    """Marker ids (int), id runs (list) and text runs (str) to ids; adjacent text runs are encoded together."""
     out: list[int] = []
     text = ""
     for piece in pieces:
@@ -24,7 +27,7 @@ def _ids(tokenizer, pieces) -> list[int]:
         if text:
             out += tokenizer.encode_ordinary(text)
             text = ""
-        out.append(piece)
+        out += piece if isinstance(piece, list) else [piece]
     if text:
         out += tokenizer.encode_ordinary(text)
     return out
@@ -41,7 +44,7 @@ def qwen3_ids(
     tokenizer,
     profile,
     reasoning: str | None = None,
-    content: str = "",
+    content: str | list[int] = "",
     calls: Sequence[str] = (),
     *,
     close_think: bool = True,
@@ -50,11 +53,12 @@ def qwen3_ids(
     between: str = "\n",
     after_calls: str = "",
     stop: bool = True,
+    stop_id: int | None = None,
 ) -> list[int]:
     """Qwen3 output: ``<think>{reasoning}</think>{gap}`` (reasoning None: thinking off, no block; the
     model's own newlines are part of ``reasoning``), content, ``content_separator`` before the first
     call when there is content, each call body (``qwen3_call``) in ``<tool_call>...</tool_call>`` with
-    ``between`` between calls, ``after_calls``, ``<|im_end|>``."""
+    ``between`` between calls, ``after_calls``, ``<|im_end|>`` (or ``stop_id``)."""
     m = profile.ids
     pieces: list = []
     if reasoning is not None:
@@ -70,7 +74,7 @@ def qwen3_ids(
         pieces += [m["tool_call_begin"], body, m["tool_call_end"]]
     pieces.append(after_calls)
     if stop:
-        pieces.append(m["stop"])
+        pieces.append(stop_id or m["stop"])
     return _ids(tokenizer, pieces)
 
 
@@ -80,12 +84,14 @@ def deepseek_call(name: str, arguments, kind: str = "function") -> tuple[str, st
 
 
 def deepseek_ids(
-    tokenizer, profile, content: str = "", calls: Sequence[tuple[str, str, str]] = (), *, between: str = "\n",
+    tokenizer, profile, content: str | list[int] = "", calls: Sequence[tuple[str, str, str]] = (), *, between: str = "\n",
     fence: str = "\n```json\n", close: str = "\n```", section_end: bool = True, stop: bool = True,
+    sep: int | list[int] | None = None, section_end_id: int | None = None, stop_id: int | None = None,
 ) -> list[int]:
     """DeepSeek-V3 output: content, ``<｜tool▁calls▁begin｜>``, each (type, name, arguments) call as
     ``<｜tool▁call▁begin｜>type<｜tool▁sep｜>name{fence}args{close}<｜tool▁call▁end｜>`` with ``between``
-    between calls, ``<｜tool▁calls▁end｜>``, ``<｜end▁of▁sentence｜>``."""
+    between calls, ``<｜tool▁calls▁end｜>``, ``<｜end▁of▁sentence｜>``; ``sep``, ``section_end_id`` and
+    ``stop_id`` write other ids in those places."""
     m = profile.ids
     pieces: list = [content]
     if calls:
@@ -93,11 +99,11 @@ def deepseek_ids(
         for i, (kind, name, args) in enumerate(calls):
             if i:
                 pieces.append(between)
-            pieces += [m["tool_call_begin"], kind, m["tool_sep"], name + fence + args + close, m["tool_call_end"]]
+            pieces += [m["tool_call_begin"], kind, sep or m["tool_sep"], name + fence + args + close, m["tool_call_end"]]
         if section_end:
-            pieces.append(m["tool_calls_end"])
+            pieces.append(section_end_id or m["tool_calls_end"])
     if stop:
-        pieces.append(m["stop"])
+        pieces.append(stop_id or m["stop"])
     return _ids(tokenizer, pieces)
 
 
@@ -143,7 +149,33 @@ def random_deepseek(tokenizer, profile, rng: random.Random) -> tuple[list[int], 
     return ids, "stop"
 
 
+def write_qwen3(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``reasoning``: None for thinking off, ``content``, ``calls``: (name, arguments text) pairs) as
+    Qwen3's template writes it: ``<think>\n`` + reasoning.strip("\n") + ``\n</think>\n\n``. A turn's
+    quirk keys write something else: ``content_ids``, ``between``, ``after_calls``, ``stop_id``."""
+    reasoning = turn["reasoning"]
+    return qwen3_ids(
+        tokenizer, profile, None if reasoning is None else "\n" + reasoning.strip("\n") + "\n",
+        turn.get("content_ids") or turn["content"], [qwen3_call(name, args) for name, args in turn["calls"]],
+        between=turn.get("between", "\n"), after_calls=turn.get("after_calls", ""), stop=stop, stop_id=turn.get("stop_id"),
+    )
+
+
+def write_deepseek(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``content``, ``calls``: (name, arguments text) pairs; no reasoning) as DeepSeek-V3's template
+    writes it. Quirk keys: ``content_ids``, ``between``, ``sep_ids``, ``section_end``, ``stop_id``."""
+    return deepseek_ids(
+        tokenizer, profile, turn.get("content_ids") or turn["content"],
+        [deepseek_call(name, args) for name, args in turn["calls"]], between=turn.get("between", "\n"),
+        sep=turn.get("sep_ids"), section_end_id=turn.get("section_end"), stop=stop, stop_id=turn.get("stop_id"),
+    )
+
+
+QWEN3 = CaseGenerator(write=write_qwen3, random_output=random_qwen3)
+DEEPSEEK_V3 = CaseGenerator(write=write_deepseek, random_output=random_deepseek)
+
 __all__ = [
+    "QWEN3", "DEEPSEEK_V3", "write_qwen3", "write_deepseek",
     "NAMES", "qwen3_call", "qwen3_ids", "deepseek_call", "deepseek_ids", "random_qwen3", "random_deepseek",
     "CODE", "CJK", "EMOJI", "ARGUMENTS",
 ]
