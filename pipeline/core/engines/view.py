@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Decode", "Assembly", "View", "release"]
+__all__ = ["Decode", "Assembly", "View", "release", "view_for_release"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,19 @@ def release(version: str) -> tuple[int, ...]:
             break
         parts.append(int(piece))
     return tuple(parts)
+
+
+def view_for_release(views, engine: str, version) -> str | None:
+    """The name of the view (of ``views``, name -> View) standing for this engine release's line: the same
+    major and minor release (a server running vLLM 0.32.1 gets the view of 0.32.0). None when no view stands
+    for it, or ``version`` names no release."""
+    line = release(version)[:2] if isinstance(version, str) else ()
+    if len(line) < 2:
+        return None
+    for name, view in views.items():
+        if view.engine == engine and release(view.version)[:2] == line:
+            return name
+    return None
 
 
 def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops: tuple[str, ...] = (),
