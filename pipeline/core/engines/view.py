@@ -59,6 +59,10 @@ class Assembly:
     forced_choice_rules: bool = False
     # SGLang before PR #24251: .strip() on the reasoning and on the text after it.
     strip_reasoning_split: bool = False
+    # The fields of a non-streaming choice the endpoint sends as null to a request that asks for no logprobs
+    # and no ids (vLLM: logprobs, token_ids, routed_experts; from 0.33 weight_versions too). Not modelled:
+    # stop_reason (the matched stop's id or text), and SGLang's extra fields.
+    choice_nulls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,8 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     0.32 also after a length cut, and after any stop with ``tool_choice`` "required"; from 0.33 only
     when the engine stopped, never for a named tool. Parsers that differ between releases read
     ``release(view.version)``: from 0.33 a ``number`` parameter is tried as ``int()`` first, and
-    DeepSeek-V3's calls may span lines, its text after the calls kept as content."""
+    DeepSeek-V3's calls may span lines, its text after the calls kept as content; every choice carries
+    ``"weight_versions": null``."""
     newer = release(version) >= (0, 33)
     # A reasoning parser built on vLLM's parser engine turns skip_special_tokens off for every request;
     # a tool parser alone only for a request with tools and tool_choice other than "none".
@@ -151,7 +156,8 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     decode = Decode("incremental", skip_special_tokens, skip_without_tools, True, class_special, class_ordinary, leading_space)
     assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
                         tool_calls_finish_over_length=not newer, required_finish_without_calls=not newer,
-                        content_as_parsed=True, forced_choice_rules=True)
+                        content_as_parsed=True, forced_choice_rules=True,
+                        choice_nulls=("logprobs", "token_ids", "routed_experts") + (("weight_versions",) if newer else ()))
     return View("vllm", version, reasoning, tool, decode, assembly)
 
 
