@@ -191,6 +191,24 @@ def test_every_sglang_views_detector_owns_its_format(detector, choice):
     assert owns_format(getattr(module, detector)(), choice)
 
 
+def test_held_out_real_schema_calls_agree_with_sglang():
+    """The held-out Kimi K2.5 calls on the Berkeley Function Calling Leaderboard's tools (``tests/heldout/``):
+    sglang's detector, given each sample's tools, answers what the ``sglang`` view says, on every sample."""
+    from vllm_support.cases import kimi_k25_bfcl
+
+    group = kimi_k25_bfcl()
+    disagree, calls = [], 0
+    for name, (ids, finish) in group.cases.items():
+        sent, choice = group.requests[name]
+        expected = sglang_response(ids, finish, group.profile, group.tokenizer, "kimi-k2.5", sent, choice)
+        got = api_view(ids, finish, group.profile, group.tokenizer, "sglang", group.request(name))
+        calls += len(expected["tool_calls"] or ())
+        if got != expected:
+            disagree.append(f"{name}\n  view   {got!r}\n  sglang {expected!r}")
+    assert not disagree, f"{len(disagree)}/{len(group.cases)} disagree:\n" + "\n".join(disagree[:5])
+    assert len(group.cases) >= 105 and calls >= 150, (len(group.cases), calls)
+
+
 def test_the_request_named_behaviours_are_what_sglang_does():
     """A bare-counter Kimi call is named by the schema its arguments fit best; Qwen3's detector drops a
     call to an undeclared tool; with ``tool_choice`` ``none`` the markup stays in the content."""
