@@ -1,8 +1,8 @@
 """``capture --engine vllm`` judges a capture under the view of the vLLM release the server runs, read from
 the server's ``GET /version``: a 0.32.x server gets ``vllm-0.32``, a 0.33.x server ``vllm``; any other
 release, or a server that does not say, stops the capture with a message naming the releases that have a
-view. A real HTTP server on 127.0.0.1 answering as vLLM does (``/version``, ``/v1/models``, chat
-completions with ``return_token_ids``)."""
+view. The gate record of such a dataset names the release its view stands for. A real HTTP server on
+127.0.0.1 answering as vLLM does (``/version``, ``/v1/models``, chat completions with ``return_token_ids``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pipeline.core.engines.view import VLLM_VERSION, view_for_release
 from pipeline.core.golden import load_manifest, read_samples
 from pipeline.core.profiles import get_profile_spec
 from servers.engine_ids_chat import SMOLLM2, EngineIdsChat
+from servers.gates import open_gate
 from servers.http_server import FaultyServer
 
 
@@ -45,6 +46,9 @@ def test_capture_takes_the_view_of_the_servers_release(tmp_path, capsys, version
     assert manifest.views == (view,)
     assert manifest.raw["engine"]["vllm_version"] == version
     assert [s.id for s in read_samples(tmp_path / "golden" / "cap")] == ["p1"]
+    record = json.loads(open_gate(tmp_path / "golden" / "cap", tmp_path / "state").read_text())
+    release = "0.32.0" if view == "vllm-0.32" else VLLM_VERSION  # the release the view stands for
+    assert record["views"] == [view] and record["view_releases"] == {view: f"vllm {release}"}
 
 
 @pytest.mark.parametrize("version", ["0.31.2", "0.34.0", "1.0.0", "dev", None])

@@ -122,7 +122,9 @@ def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops
     """SGLang 0.5.23 serving with these parsers: the whole output decoded with its special tokens
     (``skip_special_tokens`` is off whenever a parser runs), the matched stop trimmed, empty reasoning
     sent as null (``serving_chat``: ``reasoning_text if reasoning_text ... else None``), ``finish_reason``
-    "length" after a cut, else "tool_calls" when calls were parsed."""
+    "length" after a cut, else "tool_calls" when calls were parsed. ``tool_choice`` ``required`` or a named tool
+    is parsed as ``auto``: each detector restated here owns its format, so ``serving_chat`` constrains the
+    decoding with the detector's structural tag and parses the output as it parses an ``auto`` one."""
     return View("sglang", SGLANG_VERSION, reasoning, tool, Decode(keeps_stops=keeps_stops), Assembly(call_id=call_id))
 
 
