@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.core.engines.view import VLLM_OLDER, VLLM_VERSION
-from pipeline.core.views import api_view
+from pipeline.core.engines.view import release as release_numbers
+from pipeline.core.views import api_choice, api_view
 from test_vllm_differential import comparable
 from vllm_support.recorded import case_digest, group_key, read_release, releases
 
@@ -77,6 +78,26 @@ def test_the_releases_differ_where_their_code_does(recorded):
     assert (start_new["reasoning"], start_new["content"]) == (None, "Answer.")  # 0.33: the prompt closed it
     changed = sum(old[g][n]["response"] != new[g][n]["response"] for g in old for n in old[g])
     assert changed >= 50, changed
+
+
+@pytest.mark.parametrize("release", [f"vllm-{v}" for v in (VLLM_VERSION, *VLLM_OLDER)])
+def test_choices_carry_the_null_fields_of_their_release(release, groups, recorded):
+    """Every recorded choice sends the same fields as null (the request asks for no logprobs and no ids), and the
+    view's assembled choice (``api_choice``) sends those: 0.33 adds ``"weight_versions": null``, 0.32 has none."""
+    engine, version = release.split("-", 1)
+    doc = recorded[(engine, version)]
+    seen = {tuple(entry["response"]["choice_nulls"]) for cases in doc["groups"].values() for entry in cases.values()}
+    assert len(seen) == 1, seen
+    (nulls,) = seen
+    assert ("weight_versions" in nulls) == (release_numbers(version) >= (0, 33)), nulls
+    for group in groups:
+        for view in [n for n, v in group.profile.spec.views.items() if v.engine == engine and v.version == version]:
+            for name in list(group.cases)[:5]:
+                ids, finish = group.cases[name]
+                choice = api_choice(ids, finish, group.profile, group.tokenizer, view, group.request(name))
+                assert tuple(sorted(k for k, v in choice.items() if v is None)) == nulls, (view, name, choice)
+                assert choice["message"]["content"] == api_view(ids, finish, group.profile, group.tokenizer, view,
+                                                                group.request(name))["content"]
 
 
 def test_records_name_the_release_a_view_stands_for():

@@ -78,7 +78,7 @@ def _snapshots(dataset_dir: Path) -> dict[str, dict]:
     out = {}
     for entry in path.read_text(encoding="utf-8").split("# name: ")[1:]:
         name, _, body = entry.partition("\n")
-        sample_id = name.strip().removeprefix("test_fidelity[").removesuffix("]").split("/", 1)[1].removesuffix("[vllm]")  # reviewed under vllm
+        sample_id = name.strip().removeprefix("test_fidelity[").removesuffix("]").split("/", 1)[1].removesuffix("[vllm-0.32]")  # reviewed under vllm-0.32
         out[sample_id] = json.loads(body.split("# ---")[0])
     return out
 
@@ -112,7 +112,7 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
     assert code == 0, capsys.readouterr().err[-3000:]
     manifest = load_manifest(golden / "vllm-live")
     assert manifest.raw["engine"]["engine"] == "vllm" and manifest.raw["engine"]["vllm_version"] == "0.32.0"
-    assert manifest.views == ("vllm",)  # a capture from vLLM is judged under vLLM's view
+    assert manifest.views == ("vllm-0.32",)  # judged under the view of the release the server runs (GET /version)
     captured = {}
     for line, raw in enumerate((golden / "vllm-live" / "samples.jsonl").read_text().splitlines(), 1):
         sample = json.loads(raw)
@@ -137,7 +137,7 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
     code = main(["generate", "--dataset", "vllm-live", "--golden-dir", str(golden), "--state-dir", str(state),
                  "--prompts", str(prompts), "--out", str(out), "--base-url", vllm_url + "/v1", "--model", "smollm2",
                  "--return-token-ids", "--max-tokens", MAX_TOKENS, "--temperature", "0.8", "--top-p", "0.95",
-                 "--concurrency", "3", "--no-progress", "--timeout", "300", "--view-for", "*=vllm"])
+                 "--concurrency", "3", "--no-progress", "--timeout", "300", "--view-for", "*=vllm-0.32"])
     err = capsys.readouterr().err
     assert code == 0, err[-3000:]
     records = {r["id"]: r for r in map(json.loads, (out / "generations.jsonl").read_text().splitlines())}
@@ -160,12 +160,12 @@ def test_capture_verify_generate_and_compare_on_a_real_vllm_server(vllm_url, tmp
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ids_sources"] == {"engine": len(records)}
     assert summary["engine_ids"]["compared"] == len(records) and summary["engine_ids"]["reconstruction_differs"] == differs
-    # the vllm view gives back the text of every response the real server sent, from the ids it returned
-    assert {r["view"] for r in records.values()} == {"vllm"}
-    assert all(r["views_reproduce"]["vllm"] for r in records.values()), {i: r["views_reproduce"] for i, r in records.items()}
+    # the server's release's view gives back the text of every response the real server sent, from the ids it returned
+    assert {r["view"] for r in records.values()} == {"vllm-0.32"}
+    assert all(r["views_reproduce"]["vllm-0.32"] for r in records.values()), {i: r["views_reproduce"] for i, r in records.items()}
     views = summary["views_by_provider"]["(not named)"]  # a local server names no provider
-    assert views["served_with"] == {"vllm": len(records)} and views["compared"] == views["reproduced"]["vllm"] == len(records)
-    assert "provider (not named): its records say view vllm" not in err  # no call-out: its view reproduces them all
+    assert views["served_with"] == {"vllm-0.32": len(records)} and views["compared"] == views["reproduced"]["vllm-0.32"] == len(records)
+    assert "provider (not named): its records say view vllm-0.32" not in err  # no call-out: its view reproduces them all
 
     # build takes the engine's ids, also where the text gives others back
     assert main(["build", "--in", str(out), "--out", str(tmp_path / "train"), "--no-progress"]) == 0, capsys.readouterr().err[-2000:]

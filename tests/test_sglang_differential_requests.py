@@ -15,9 +15,15 @@ is named from the tools' schemas (``_infer_tool_name``) or dropped; Qwen3's and 
 calls to undeclared tools; without tools or with ``none`` the text stays whole. No schema coercion: the
 detectors pass Kimi's arguments verbatim and re-serialise the JSON families' with ``json.dumps``.
 
-``tool_choice`` ``required`` or a named tool is not covered: sglang then constrains the output with a
-grammar and its parsing depends on the structural-tag set-up of the server; the views parse such a
-request as ``auto``.
+``tool_choice`` ``required`` or a named tool (400 more requests per family): sglang constrains the
+decoding (``_process_messages``: a structural tag in the model's own call format where the detector
+supports one, else a JSON-schema grammar for a JSON array of calls), then ``_process_tool_calls`` parses
+the output with the detector when the detector "owns" its format (``FunctionCallParser.owns_tool_format``:
+a required-tool parser, ``supports_structural_tag()`` or ``parses_required_natively()``), else as that JSON
+array (``[{"name", "parameters"}]``, content "", ``finish_reason`` "tool_calls"). Restated here with the
+detectors' own answers to those questions: Kimi's, Qwen's and DeepSeek's detectors support the structural
+tag, so a forced call is parsed exactly as ``auto`` parses it and the ids the grammar allowed are read the
+same way; the views do that (the JSON-array branch, which none of them reaches, is not restated).
 """
 
 from __future__ import annotations
@@ -36,11 +42,12 @@ from pipeline.core.views import api_view
 from sglang_support import import_sglang_modules
 from vllm_support.schemas import random_arguments, random_request
 
-reasoning_parser, kimik2, qwen25, deepseekv3, protocol = import_sglang_modules(
+reasoning_parser, kimik2, qwen25, deepseekv3, gpt_oss, protocol = import_sglang_modules(
     "sglang.srt.parser.reasoning_parser",
     "sglang.srt.function_call.kimik2_detector",
     "sglang.srt.function_call.qwen25_detector",
     "sglang.srt.function_call.deepseekv3_detector",
+    "sglang.srt.function_call.gpt_oss_detector",
     "sglang.srt.entrypoints.openai.protocol",
 )
 CASES = 400
@@ -68,20 +75,45 @@ def sglang_response(ids, finish, profile, tokenizer, family, sent, choice) -> di
                                                   force_reasoning=profile.spec.thinking)
         reasoning, text = parser.parse_non_stream(text)
     detector = DETECTORS[view.tool_parser]()
+    ids_format = view.assembly.call_id
     tool_calls = None
-    if sent and choice != "none" and detector.has_tool_call(text):
+    if sent and choice != "none":  # _tool_call_parsing_active
+        text, tool_calls, finish = process_tool_calls(detector, text, sent, choice, finish, ids_format)
+    return {"reasoning": reasoning or None, "content": text or "", "tool_calls": tool_calls, "finish_reason": finish}
+
+
+def _choice(choice):
+    """The request's tool_choice as sglang's protocol holds it."""
+    if isinstance(choice, dict):
+        return protocol.ToolChoice(function=protocol.ToolChoiceFuncName(name=choice["function"]["name"]))
+    return choice
+
+
+def owns_format(detector, choice) -> bool:
+    """``FunctionCallParser.owns_tool_format``, asked of the detector itself."""
+    required = detector.get_required_tool_parser(_choice(choice))
+    return required is not None or detector.supports_structural_tag() or detector.parses_required_natively()
+
+
+def process_tool_calls(detector, text, sent, choice, finish, ids_format):
+    """serving_chat's ``_process_tool_calls`` for a detector that owns its format: (content text, calls or
+    None, finish reason)."""
+    is_required = choice == "required" or isinstance(choice, dict)
+    owns = owns_format(detector, choice)
+    if (not is_required or owns) and detector.has_tool_call(text):
         try:
             result = detector.detect_and_parse(text, _tools(sent))
         except Exception:  # serving_chat's catch-all: the text stays whole, no calls
-            result = None
-        if result is not None:
-            text = result.normal_text
-            if result.calls:
-                tool_calls = [{"id": view.assembly.call_id.format(name=c.name, index=n), "type": "function",
-                               "function": {"name": c.name, "arguments": c.parameters}} for n, c in enumerate(result.calls)]
-                if finish == "stop":
-                    finish = "tool_calls"
-    return {"reasoning": reasoning or None, "content": text or "", "tool_calls": tool_calls, "finish_reason": finish}
+            return text, None, finish
+        if not result.calls:
+            return result.normal_text, None, finish
+        calls = [{"id": ids_format.format(name=c.name, index=n), "type": "function",
+                  "function": {"name": c.name, "arguments": c.parameters}} for n, c in enumerate(result.calls)]
+        return result.normal_text, calls, "tool_calls" if finish == "stop" else finish
+    # A required or named choice with a detector that does not own its format would be read as a JSON array of
+    # {"name", "parameters"} (the JSON-schema grammar's output): no family here reaches it (owns_format).
+    assert not is_required or owns, "serving_chat's JSON-array branch is not restated"
+    return text, None, finish
 
 
 def _writer(family, tokenizer, profile):
@@ -99,13 +131,15 @@ def _writer(family, tokenizer, profile):
     return write
 
 
-def _cases(family, tokenizer, profile, seed):
+def _cases(family, tokenizer, profile, seed, forced=False):
+    """CASES outputs answering random requests: with ``tool_choice`` auto, unset or none, or (``forced``)
+    ``required`` or a named tool."""
     rng = random.Random(seed)
     write = _writer(family, tokenizer, profile)
     out = []
     while len(out) < CASES:
         tools, sent, choice = random_request(rng, NAMES)
-        if choice not in (None, "auto", "none"):
+        if (choice in ("required",) or isinstance(choice, dict)) != forced:
             continue
         calls = []
         for _ in range(rng.choice((0, 1, 1, 2, 3))):
@@ -132,6 +166,53 @@ def test_schema_bearing_requests_agree_with_sglang(family):
                             f"  text {tokenizer.decode(ids)!r}\n  view   {got!r}\n  sglang {expected!r}")
     assert not disagree, f"{len(disagree)}/{CASES} disagree:\n" + "\n".join(disagree[:5])
     assert changed >= 40, (family, changed)  # the request matters in a good share of the cases
+
+
+@pytest.mark.parametrize("family", PROFILES)
+def test_required_and_named_tool_choice_agree_with_sglang(family):
+    """``required`` and a named tool: each detector owns its format (sglang's own answer), so the output is
+    parsed as for ``auto``; the view's response equals sglang's on every case, calls or none."""
+    tokenizer = load_tokenizer(family)
+    profile = bind_profile(family, tokenizer)
+    detector = DETECTORS[profile.spec.views["sglang"].tool_parser]()
+    disagree, called = [], 0
+    for n, (ids, finish, sent, choice) in enumerate(_cases(family, tokenizer, profile, 3340 + len(family), forced=True)):
+        assert owns_format(detector, choice), (family, choice)
+        expected = sglang_response(ids, finish, profile, tokenizer, family, sent, choice)
+        got = api_view(ids, finish, profile, tokenizer, "sglang", request_of(sent, choice))
+        called += bool(expected["tool_calls"])
+        if got != expected:
+            disagree.append(f"#{n} ({finish}) {choice!r}\n  text {tokenizer.decode(ids)!r}\n  view   {got!r}\n  sglang {expected!r}")
+    assert not disagree, f"{len(disagree)}/{CASES} disagree:\n" + "\n".join(disagree[:5])
+    assert called >= 150, called  # most forced outputs hold calls: the parse is exercised
+
+
+@pytest.mark.parametrize("detector", ["KimiK2Detector", "Qwen25Detector", "DeepSeekV3Detector", "GptOssDetector"])
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "get"}}])
+def test_every_sglang_views_detector_owns_its_format(detector, choice):
+    """Every tool parser an ``sglang`` view restates (gpt-oss's too) owns its format for a forced choice, so
+    serving_chat never reads such an output as a JSON array: the views parse it as ``auto``."""
+    module = {"KimiK2Detector": kimik2, "Qwen25Detector": qwen25, "DeepSeekV3Detector": deepseekv3,
+              "GptOssDetector": gpt_oss}[detector]
+    assert owns_format(getattr(module, detector)(), choice)
+
+
+def test_held_out_real_schema_calls_agree_with_sglang():
+    """The held-out Kimi K2.5 calls on the Berkeley Function Calling Leaderboard's tools (``tests/heldout/``):
+    sglang's detector, given each sample's tools, answers what the ``sglang`` view says, on every sample."""
+    from vllm_support.cases import kimi_k25_bfcl
+
+    group = kimi_k25_bfcl()
+    disagree, calls = [], 0
+    for name, (ids, finish) in group.cases.items():
+        sent, choice = group.requests[name]
+        expected = sglang_response(ids, finish, group.profile, group.tokenizer, "kimi-k2.5", sent, choice)
+        got = api_view(ids, finish, group.profile, group.tokenizer, "sglang", group.request(name))
+        calls += len(expected["tool_calls"] or ())
+        if got != expected:
+            disagree.append(f"{name}\n  view   {got!r}\n  sglang {expected!r}")
+    assert not disagree, f"{len(disagree)}/{len(group.cases)} disagree:\n" + "\n".join(disagree[:5])
+    assert len(group.cases) >= 105 and calls >= 150, (len(group.cases), calls)
 
 
 def test_the_request_named_behaviours_are_what_sglang_does():

@@ -4,7 +4,8 @@ the same ids (no model); ``test_engine_releases.py`` checks every view against e
 For each family (kimi-k2.5, kimi-k2, qwen3 with thinking on and off, deepseek-v3, chatml, gpt-oss) the named
 cases of issue 21's behaviours, 400 random outputs and 400 random schema-bearing requests (typed tool
 parameters, ``tool_choice`` auto/none/required/named, no tools; ``vllm_support/schemas.py``) with calls
-written against them go, in one batch, to ``vllm_support/driver.py``
+written against them, and 116 held-out Kimi K2.5 samples calling the Berkeley Function Calling Leaderboard's
+real tools (``tests/heldout/``), go, in one batch, to ``vllm_support/driver.py``
 under .venv-vllm's python: the request through ``ParserManager.get_parser`` and the parser's
 ``adjust_request``, ``IncrementalDetokenizer`` fed the ids one at a time (the stop token with the
 engine's stop handling), and ``OpenAIServingChat.chat_completion_full_generator`` itself building the
@@ -30,6 +31,7 @@ from vllm_support import INSTALLED, view_for
 pytestmark = pytest.mark.slow
 
 RANDOM_ID = re.compile(r"chatcmpl-tool-[0-9a-f]{16}")
+HELD_OUT = "bfcl held-out"  # the label of vllm_support.cases.kimi_k25_bfcl's group
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +83,8 @@ def test_every_vllm_case_agrees_with_vllm(judged):
 def test_random_outputs_are_many_and_varied(judged):
     for group, responses in judged:
         randoms = [r for name, r in responses.items() if name.startswith("random-")]
+        if group.label == HELD_OUT:  # real-schema calls only
+            continue
         assert len(randoms) >= 400, group.family
         kinds = {(r["reasoning"] is None, bool(r["content"]), r["tool_calls"] is None, r["finish_reason"]) for r in randoms}
         assert len(kinds) >= (2 if group.family == "chatml" else 5), (group.family, sorted(kinds))
@@ -112,6 +116,20 @@ def test_schema_bearing_requests_change_responses(judged):
                                 api_view(*group.cases[n], group.profile, group.tokenizer, view, ASSUMED)["tool_calls"] or [])
             )
             assert coerced >= 40, (group.family, coerced)
+
+
+def test_held_out_real_schema_calls(judged):
+    """The held-out Kimi K2.5 calls on the Berkeley Function Calling Leaderboard's schemas (every one agrees with
+    vLLM: ``test_every_vllm_case_agrees_with_vllm``): vLLM re-serialises the arguments of a good share of them
+    by their tools' schemas, which a view that did not see the request would call verbatim."""
+    from pipeline.core.engines.request import ASSUMED
+
+    (group, responses), = [(g, r) for g, r in judged if g.label == HELD_OUT]
+    assert len(group.cases) >= 105 and sum(len(r["tool_calls"] or ()) for r in responses.values()) >= 150
+    view = view_for(group.profile, INSTALLED)
+    blind = sum(comparable(responses[n]) != comparable(api_view(*group.cases[n], group.profile, group.tokenizer, view, ASSUMED))
+                for n in group.cases)
+    assert blind >= 30, blind
 
 
 def test_the_named_behaviours_are_what_vllm_does(judged):

@@ -91,12 +91,20 @@ def run(args) -> int:
     except (TokenizerNotFound, ProfileError, FileNotFoundError, ValueError, ImportError) as e:
         return _fail(str(e))
 
+    view = "sglang"
+    if args.engine == "vllm":  # judged under the view of the release the server runs
+        from ..stages.capture.vllm_engine import VLLMError
+
+        try:
+            view = engine.release_view()
+        except VLLMError as e:
+            return _fail(str(e), EXIT_FAILED)
     sampling = {"seed": args.seed, "temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens}
     manifest = {
         "name": args.dataset,
         "profile": profile_name,
         "tokenizer": tokenizer_spec,
-        "api_view": "vllm" if args.engine == "vllm" else "sglang",  # a capture from a server is judged under its own view
+        "api_view": view,  # a capture from a server is judged under its own view
         "source": (
             f"Captured with `tokfidelity capture --engine {args.engine}` from {args.model or args.url or 'the default model'}: "
             f"real model output ids, stop token included; sampling seed {args.seed}, temperature {args.temperature}, "

@@ -36,7 +36,7 @@ from .profiles import Profile
 from .responses import ApiTurn, ToolCall, normalize_finish_reason, parse_response
 from .tokenizer import Tokenizer
 
-__all__ = ["api_view", "view_turn_and_bytes", "ViewError", "get_view"]
+__all__ = ["api_view", "api_choice", "view_turn_and_bytes", "ViewError", "get_view"]
 
 
 
@@ -124,6 +124,21 @@ def api_view(
         for name, arguments, call_id in calls
     ]
     return {"reasoning": reasoning, "content": content, "tool_calls": tool_calls or None, "finish_reason": finish}
+
+
+def api_choice(
+    output_ids: Sequence[int], finish_reason: Any, profile: Profile, tokenizer: Tokenizer, view: str = DEFAULT_VIEW,
+    request: Request | None = None,
+) -> dict:
+    """The choice of the chat completion the server sends for these ids (``choices[0]``, not streamed), as far as
+    the view models it: ``index``, the ``message`` (``role`` and the flat response's ``content``, ``reasoning``
+    and ``tool_calls``), ``finish_reason``, and each field the engine release sends as null to a request that asks
+    for no logprobs and no ids (``Assembly.choice_nulls``: vLLM 0.33's ``weight_versions`` among them)."""
+    flat = api_view(output_ids, finish_reason, profile, tokenizer, view, request)
+    message = {"role": "assistant", "content": flat["content"], "reasoning": flat["reasoning"], "tool_calls": flat["tool_calls"]}
+    choice = {"index": 0, "message": message, "finish_reason": flat["finish_reason"]}
+    choice.update(dict.fromkeys(get_view(profile, view).assembly.choice_nulls))
+    return choice
 
 
 def view_turn_and_bytes(

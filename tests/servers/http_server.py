@@ -7,7 +7,8 @@ answer: ``"429"`` (Retry-After header from ``retry_after``), ``"500"``, ``"timeo
 JSON body with an honest Content-Length), ``"cut"`` (Content-Length of the full body, half sent, then
 the connection closed), ``"reset"`` (TCP RST before any reply), ``"trickle"`` (200 with the Content-Length
 of the full body, then one byte every ``trickle_every`` seconds, for at most ``hang_seconds``). ``requests`` lists ``(path, body)``
-for every request received, faulted or not; ``len(server.requests)`` is the request count.
+for every request received, faulted or not; ``len(server.requests)`` is the request count. A GET answers
+``gets[path]`` as JSON where the test put one (``/version``, ``/v1/models``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        if self.path == "/health":
+        gets = self.server.owner.gets
+        if self.path in gets:
+            self._send(200, json.dumps(gets[self.path]).encode())
+        elif self.path == "/health":
             self._send(200, b'{"status":"ok"}')
         else:
             self._send(404, b'{"error":"not found"}')
@@ -136,6 +140,7 @@ class FaultyServer:
         self.trickle_every = trickle_every
         self.faults: deque[str] = deque()
         self.requests: list[tuple[str, dict]] = []
+        self.gets: dict[str, Any] = {}  # GET path -> the JSON it answers (others: 404, /health ok)
         self.headers: list[dict] = []
         self.lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)

@@ -7,8 +7,10 @@ runs every diverging case through diagnosis."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
@@ -283,5 +285,24 @@ def gpt_oss() -> Group:
     return g
 
 
+HELDOUT = Path(__file__).resolve().parents[1] / "heldout" / "bfcl_kimi_k25.jsonl"
+
+
+def kimi_k25_bfcl() -> Group:
+    """Held-out real-schema calls: Kimi K2.5 calling the Berkeley Function Calling Leaderboard's tools
+    (``tests/heldout/``, built by ``scripts/make_bfcl_heldout.py``), each sample laid out as Kimi writes
+    its output (reasoning, ``</think>``, content, the tool-call section with ``functions.NAME:N`` ids,
+    ``<|im_end|>``) and sent with its own tools and ``tool_choice`` auto."""
+    g = _group("kimi-k2.5", "kimi-k2.5", "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|><think>")
+    g.label = "bfcl held-out"
+    for line in HELDOUT.read_text(encoding="utf-8").splitlines():
+        sample = json.loads(line)
+        calls = [(f"functions.{name}:{i}", arguments) for i, (name, arguments) in enumerate(sample["calls"])]
+        g.cases[sample["id"]] = (ko.kimi_ids(g.tokenizer, g.profile, sample["reasoning"], sample["content"], calls), "stop")
+        g.requests[sample["id"]] = (sample["tools"], "auto")
+    return g
+
+
 def all_groups() -> list[Group]:
-    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), qwen3_prompt_closed(), deepseek_v3(), chatml(), gpt_oss()]
+    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), qwen3_prompt_closed(), deepseek_v3(), chatml(), gpt_oss(),
+            kimi_k25_bfcl()]

@@ -5,7 +5,8 @@ Runs under .venv-vllm's python (never in the test environment): reads one JSON o
 (``tools``: true or absent for the default tool list without parameter schemas, false for none, or the request's
 own list; ``tool_choice``: the request's, absent for vLLM's default),
 and writes ``{"groups": [[response, ...], ...]}``, each response the flat
-``{"reasoning", "content", "tool_calls", "finish_reason"}`` of the message vLLM sends.
+``{"reasoning", "content", "tool_calls", "finish_reason"}`` of the message vLLM sends, with ``choice_nulls``: the
+choice's fields sent as null (``stop_reason`` left out: the driver gives the engine none).
 
 Per case, as the server does it (no model is loaded):
 1. the request (``ChatCompletionRequest``, with the tools declared when ``tools``) through
@@ -192,8 +193,9 @@ class _Setup:
         message = choice.message
         calls = [{"id": c.id, "type": c.type, "function": {"name": c.function.name, "arguments": c.function.arguments}}
                  for c in (message.tool_calls or [])]
+        nulls = sorted(k for k, v in choice.model_dump().items() if v is None and k not in ("message", "stop_reason"))
         return {"reasoning": getattr(message, "reasoning", None), "content": message.content,
-                "tool_calls": calls or None, "finish_reason": choice.finish_reason, "text": text}
+                "tool_calls": calls or None, "finish_reason": choice.finish_reason, "text": text, "choice_nulls": nulls}
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 __all__ = ["RECORDED", "case_digest", "group_key", "write_release", "read_release", "releases"]
 
 RECORDED = Path(__file__).resolve().parents[1] / "engine_responses"
-FIELDS = ("reasoning", "content", "tool_calls", "finish_reason")
+FIELDS = ("reasoning", "content", "tool_calls", "finish_reason", "choice_nulls")
 
 
 def case_digest(case: dict) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Decode", "Assembly", "View", "release"]
+__all__ = ["Decode", "Assembly", "View", "release", "view_for_release"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,10 @@ class Assembly:
     forced_choice_rules: bool = False
     # SGLang before PR #24251: .strip() on the reasoning and on the text after it.
     strip_reasoning_split: bool = False
+    # The fields of a non-streaming choice the endpoint sends as null to a request that asks for no logprobs
+    # and no ids (vLLM: logprobs, token_ids, routed_experts; from 0.33 weight_versions too). Not modelled:
+    # stop_reason (the matched stop's id or text), and SGLang's extra fields.
+    choice_nulls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,12 +104,27 @@ def release(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def view_for_release(views, engine: str, version) -> str | None:
+    """The name of the view (of ``views``, name -> View) standing for this engine release's line: the same
+    major and minor release (a server running vLLM 0.32.1 gets the view of 0.32.0). None when no view stands
+    for it, or ``version`` names no release."""
+    line = release(version)[:2] if isinstance(version, str) else ()
+    if len(line) < 2:
+        return None
+    for name, view in views.items():
+        if view.engine == engine and release(view.version)[:2] == line:
+            return name
+    return None
+
+
 def sglang(reasoning: str | None = None, tool: str | None = None, *, keeps_stops: tuple[str, ...] = (),
            call_id: str = "call_{index:024x}") -> View:
     """SGLang 0.5.23 serving with these parsers: the whole output decoded with its special tokens
     (``skip_special_tokens`` is off whenever a parser runs), the matched stop trimmed, empty reasoning
     sent as null (``serving_chat``: ``reasoning_text if reasoning_text ... else None``), ``finish_reason``
-    "length" after a cut, else "tool_calls" when calls were parsed."""
+    "length" after a cut, else "tool_calls" when calls were parsed. ``tool_choice`` ``required`` or a named tool
+    is parsed as ``auto``: each detector restated here owns its format, so ``serving_chat`` constrains the
+    decoding with the detector's structural tag and parses the output as it parses an ``auto`` one."""
     return View("sglang", SGLANG_VERSION, reasoning, tool, Decode(keeps_stops=keeps_stops), Assembly(call_id=call_id))
 
 
@@ -130,7 +149,8 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     0.32 also after a length cut, and after any stop with ``tool_choice`` "required"; from 0.33 only
     when the engine stopped, never for a named tool. Parsers that differ between releases read
     ``release(view.version)``: from 0.33 a ``number`` parameter is tried as ``int()`` first, and
-    DeepSeek-V3's calls may span lines, its text after the calls kept as content."""
+    DeepSeek-V3's calls may span lines, its text after the calls kept as content; every choice carries
+    ``"weight_versions": null``."""
     newer = release(version) >= (0, 33)
     # A reasoning parser built on vLLM's parser engine turns skip_special_tokens off for every request;
     # a tool parser alone only for a request with tools and tool_choice other than "none".
@@ -138,7 +158,8 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     decode = Decode("incremental", skip_special_tokens, skip_without_tools, True, class_special, class_ordinary, leading_space)
     assembly = Assembly(call_id="chatcmpl-tool-{index:016x}", keeps_parser_call_id=True,
                         tool_calls_finish_over_length=not newer, required_finish_without_calls=not newer,
-                        content_as_parsed=True, forced_choice_rules=True)
+                        content_as_parsed=True, forced_choice_rules=True,
+                        choice_nulls=("logprobs", "token_ids", "routed_experts") + (("weight_versions",) if newer else ()))
     return View("vllm", version, reasoning, tool, decode, assembly, note)
 
 

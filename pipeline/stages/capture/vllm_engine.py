@@ -44,6 +44,29 @@ class VLLMEngine(ChatIdsEngine):
                 self._served = data[0]
         return self._served.get("id") if self._served else None
 
+    def server_version(self) -> str | None:
+        """The vLLM release the server runs (``GET /version``: ``{"version": "0.32.0"}``), or None."""
+        body = self._get_json("/version")
+        version = body.get("version") if isinstance(body, dict) else None
+        return version if isinstance(version, str) else None
+
+    def release_view(self) -> str:
+        """The profile's view standing for the server's vLLM release line (``vllm`` for the newest proven,
+        ``vllm-0.32`` for 0.32.x): the view the captured samples are judged under. A release no view stands
+        for, or a server that does not say its release, is a ``VLLMError`` saying which releases have one."""
+        from ...core.engines.view import release, view_for_release
+
+        views = self.profile.spec.views
+        version = self.server_version()
+        name = view_for_release(views, "vllm", version) if version else None
+        if name is not None:
+            return name
+        known = ", ".join(f"{v.version[: v.version.rfind('.')]}.x ({n})" for n, v in views.items()
+                          if v.engine == "vllm" and len(release(v.version)) >= 2)
+        said = f"runs vLLM {version}" if version else "did not say its vLLM release (GET /version answered no version)"
+        raise VLLMError(f"the server at {self.url} {said}; the {self.profile.name} profile's views stand for vLLM {known}: "
+                        "capture from a server running one of those releases (a new release needs its own view, docs/views.md)")
+
     def capture(self, prompt: Prompt, sampling: dict) -> Capture:
         if "seed" in sampling:
             sampling = {**sampling, "seed": prompt_seed(int(sampling["seed"]), prompt.id)}
