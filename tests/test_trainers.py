@@ -83,8 +83,12 @@ def test_specs_name_a_specforge_template():
         trainer_name("specforge:nope")
     with pytest.raises(TrainerError, match="expected specforge:TEMPLATE"):
         trainer_name("sglang")
-    with pytest.raises(TrainerError, match="speculators is not judged offline.*/v1/chat/completions/render"):
+    with pytest.raises(TrainerError, match="speculators needs a running vLLM server.*/v1/chat/completions/render"):
         trainer_name("speculators")
+    with pytest.raises(TrainerError, match="expected speculators:http://HOST:PORT"):
+        trainer_name("speculators:localhost")
+    with pytest.raises(TrainerError, match="no vLLM server answers at http://127.0.0.1:9 "):
+        trainer_name("speculators:http://127.0.0.1:9")
 
 
 def test_speculators_data_preparation_has_no_path_without_a_vllm_server():
