@@ -83,6 +83,15 @@ RENDER_CONFIGS = {  # tokenizer folder name -> the model's config.json as far as
 }
 
 
+# profile -> the flags vLLM's recipe for that model family serves it with: without a tool-call parser the server
+# refuses every request that declares tools ('"auto" tool choice requires --enable-auto-tool-choice and
+# --tool-call-parser to be set'), the render endpoint included.
+SERVER_ARGS = {
+    "qwen3": ("--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"),
+    "deepseek-v3": ("--enable-auto-tool-choice", "--tool-call-parser", "deepseek_v3"),
+}
+
+
 def render_model_folder(tokenizer_dir: Path, out: Path) -> Path:
     """A model folder for ``vllm launch render`` made of ``tokenizer_dir``'s files (linked) and a config.json."""
     import json
@@ -98,7 +107,8 @@ def render_model_folder(tokenizer_dir: Path, out: Path) -> Path:
     return out
 
 
-def start_vllm_render(model_dir: Path, log_path: Path, *, timeout: float = 300.0) -> tuple[subprocess.Popen, str]:
+def start_vllm_render(model_dir: Path, log_path: Path, args: tuple[str, ...] = (), *,
+                      timeout: float = 300.0) -> tuple[subprocess.Popen, str]:
     """vLLM's GPU-less render server (``vllm launch render``: chat templates and tokenizer only, no engine, no
     weights loaded), the endpoint speculators renders through, on 127.0.0.1. Started by its module, as
     ``start_vllm`` starts the full server."""
@@ -107,7 +117,7 @@ def start_vllm_render(model_dir: Path, log_path: Path, *, timeout: float = 300.0
     env.update(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false")
     log = open(log_path, "wb")
     cmd = [str(PYTHON), "-m", "vllm.entrypoints.launchers.render.entry", "--model", str(model_dir), "--host",
-           "127.0.0.1", "--port", str(port), "--served-model-name", "render", "--disable-log-stats"]
+           "127.0.0.1", "--port", str(port), "--served-model-name", "render", "--disable-log-stats", *args]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     return proc, _wait_ready(proc, f"http://127.0.0.1:{port}", log_path, timeout)
 
