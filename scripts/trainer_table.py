@@ -72,7 +72,9 @@ def speculators_rows(wanted: set[str]) -> None:
     from pipeline.stages.model_folder import model_folder
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from servers.vllm_server import RENDER_CONFIGS, render_model_folder, start_vllm_render, stop_vllm, unavailable
+    from servers.vllm_server import (
+        RENDER_CONFIGS, SERVER_ARGS, render_model_folder, start_vllm_render, stop_vllm, unavailable,
+    )
 
     print("| dataset | rendered by (vLLM 0.32.0 render server) | exact / total | top classes (samples) |")
     print("|---|---|---:|---|")
@@ -92,20 +94,26 @@ def speculators_rows(wanted: set[str]) -> None:
         if reason:
             print(f"| {dataset.name} | {shown} | not measured | {reason} |")
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = folder or render_model_folder(location, Path(tmp) / "model")
-            proc, url = start_vllm_render(folder, Path(tmp) / "server.log")
-            try:
-                print(measure(dataset, shown, spec=f"speculators:{url}"), flush=True)
-            finally:
-                stop_vllm(proc)
+        for extra in ((), *SERVER_VARIANTS.get(manifest.profile, ())):
+            args = (*SERVER_ARGS.get(manifest.profile, ()), *extra)
+            with tempfile.TemporaryDirectory() as tmp:
+                model = folder or render_model_folder(location, Path(tmp) / "model")
+                proc, url = start_vllm_render(model, Path(tmp) / "server.log", args)
+                try:
+                    label = shown + (f", `{' '.join(args)}`" if args else "")
+                    print(measure(dataset, label, spec=f"speculators:{url}"), flush=True)
+                finally:
+                    stop_vllm(proc)
 
 
 # profile -> why no vLLM render server here serves that family's tokenizer and template
 NOT_SERVED = {
-    "kimi-k2.5": "vLLM loads Kimi's tokenizer only through its own class (`auto_map`), i.e. trust_remote_code",
-    "gpt-oss": "no transformers tokenizer for gpt-oss here (a bare tiktoken encoding), which vLLM needs",
+    "gpt-oss": "no tokenizer folder for gpt-oss here (a bare tiktoken encoding, no tokenizer_config.json), which "
+               "a vLLM server loads",
 }
+# profile -> server flags measured in rows of their own, beside the family's usual ones (the template arguments
+# speculators cannot pass per render, set server-wide)
+SERVER_VARIANTS = {"kimi-k2.5": (("--default-chat-template-kwargs", '{"preserve_thinking": true}'),)}
 
 
 def main() -> int:

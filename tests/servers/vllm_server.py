@@ -80,6 +80,10 @@ RENDER_CONFIGS = {  # tokenizer folder name -> the model's config.json as far as
               "max_position_embeddings": 40960},
     "deepseek-v3": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "vocab_size": 129280,
                     "max_position_embeddings": 163840},
+    # Kimi K2.5's text model is K2's architecture (its own config wraps it with a vision tower); vLLM reads the
+    # tiktoken.model through transformers' conversion, never the folder's own class (no trust_remote_code)
+    "kimi-k2.5": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "vocab_size": 163840,
+                  "max_position_embeddings": 262144},
 }
 
 
@@ -89,6 +93,7 @@ RENDER_CONFIGS = {  # tokenizer folder name -> the model's config.json as far as
 SERVER_ARGS = {
     "qwen3": ("--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"),
     "deepseek-v3": ("--enable-auto-tool-choice", "--tool-call-parser", "deepseek_v3"),
+    "kimi-k2.5": ("--enable-auto-tool-choice", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"),
 }
 
 
