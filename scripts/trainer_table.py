@@ -42,7 +42,7 @@ def measure(dataset: Path, template: str, template_kwargs: dict | None = None, s
     try:
         trainer = load_trainer(spec or f"specforge:{template}", location, template_kwargs)
     except TrainerError as e:
-        return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0]} |"
+        return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0].split(' (')[0]} |"
     tokenizer, profile = bind_dataset(manifest.profile, location)
     judge = Judge(profile, tokenizer, manifest.views[0], trainer=trainer)
     classes: collections.Counter = collections.Counter()
@@ -94,16 +94,15 @@ def speculators_rows(wanted: set[str]) -> None:
         if reason:
             print(f"| {dataset.name} | {shown} | not measured | {reason} |")
             continue
-        for extra in ((), *SERVER_VARIANTS.get(manifest.profile, ())):
-            args = (*SERVER_ARGS.get(manifest.profile, ()), *extra)
-            with tempfile.TemporaryDirectory() as tmp:
-                model = folder or render_model_folder(location, Path(tmp) / "model")
-                proc, url = start_vllm_render(model, Path(tmp) / "server.log", args)
-                try:
-                    label = shown + (f", `{' '.join(args)}`" if args else "")
-                    print(measure(dataset, label, spec=f"speculators:{url}"), flush=True)
-                finally:
-                    stop_vllm(proc)
+        args = SERVER_ARGS.get(manifest.profile, ())
+        with tempfile.TemporaryDirectory() as tmp:
+            model = folder or render_model_folder(location, Path(tmp) / "model")
+            proc, url = start_vllm_render(model, Path(tmp) / "server.log", args)
+            try:
+                label = shown + (f", `{' '.join(args)}`" if args else "")
+                print(measure(dataset, label, spec=f"speculators:{url}"), flush=True)
+            finally:
+                stop_vllm(proc)
 
 
 # profile -> why no vLLM render server here serves that family's tokenizer and template
@@ -111,9 +110,7 @@ NOT_SERVED = {
     "gpt-oss": "no tokenizer folder for gpt-oss here (a bare tiktoken encoding, no tokenizer_config.json), which "
                "a vLLM server loads",
 }
-# profile -> server flags measured in rows of their own, beside the family's usual ones (the template arguments
-# speculators cannot pass per render, set server-wide)
-SERVER_VARIANTS = {"kimi-k2.5": (("--default-chat-template-kwargs", '{"preserve_thinking": true}'),)}
+
 
 
 def main() -> int:

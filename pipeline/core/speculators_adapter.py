@@ -28,7 +28,7 @@ __all__ = ["CHECKED", "NoTrainingRow", "self_test", "speculators_name", "specula
 
 CHECKED = CheckedRange("speculators", "pipeline/core/speculators_adapter.py", "0.9.0", "0.9.0")
 PARAMS = ("examples", "is_multimodal", "render_endpoint", "max_length", "minimum_valid_tokens")
-PROBE = "tokfidelity probe: 17 * 23 = 391, naïve café ✓"
+PROBE = "tokfidelity probe: I'll check 17 * 23 = 391, don't guess, naïve café ✓"  # contractions, digits, accents
 _LOGGER = "speculators.data_generation.preprocessing"
 
 
@@ -115,8 +115,8 @@ def speculators_build(endpoint: str, probe_ids: Sequence[int] | None = None):
     if probe_ids is not None:
         ids = render_conversation(endpoint, [{"role": "user", "content": PROBE}], add_generation_prompt=True)
         if not any(ids[i:i + len(probe_ids)] == list(probe_ids) for i in range(len(ids))):
-            raise ValueError(f"the vLLM server at {endpoint} does not serve the dataset's tokenizer: it renders "
-                             f"{PROBE!r} as other ids")
+            raise ValueError(f"the vLLM server does not serve the dataset's tokenizer: it renders {PROBE!r} as "
+                             f"other ids (the dataset's tokenizer: {list(probe_ids)}, the server's render: {ids})")
 
     def build(messages: Sequence[Mapping], tools: Sequence | None, message: Mapping) -> tuple[list[int], list[int]]:
         conversation = [*map(dict, messages), {"role": "assistant", **message}]
