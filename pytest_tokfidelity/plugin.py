@@ -52,9 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tokfidelity-render", default=None, metavar="MODULE:FUNCTION",
                     help="judge this function's prompt rendering (messages, tools, chat_template_kwargs, tokenizer) -> prompt ids "
                     "instead of the model's template (default: a conftest's pytest_tokfidelity_render hook, else the template)")
-    group.addoption("--tokfidelity-trainer", default=None, metavar="specforge:TEMPLATE",
+    group.addoption("--tokfidelity-trainer", default=None, metavar="specforge:TEMPLATE|speculators:URL",
                     help="judge a drafter trainer's preprocessing instead of tokfidelity's code: SpecForge's "
-                    "preprocess_conversations with TEMPLATE from its registry (loss-masked span against the output ids, "
+                    "preprocess_conversations with TEMPLATE from its registry, or speculators' data preparation "
+                    "rendering through the vLLM server at URL (loss-masked span against the output ids, "
                     "the ids before it against the prompt ids)")
     parser.addini("tokfidelity_golden_dir", "folder of golden datasets, relative to the rootdir", default=None)
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""The trainers' table (docs/trainers.md): SpecForge's preprocessing judged on every shipped golden dataset
+"""The trainers' tables (docs/trainers.md): SpecForge's preprocessing judged on every shipped golden dataset
 whose family one of its templates covers; per dataset and template, samples exact / total and the top classes.
+With --speculators, speculators' preparation instead, through a vLLM render server (.venv-vllm) started for
+each dataset whose tokenizer one can serve here.
 
     TOKFIDELITY_TOKENIZERS=../shared/tokenizers TOKFIDELITY_TOKENIZER_CLASS=../shared/engine-code/kimi/tokenization_kimi.py \
-        .venv/bin/python scripts/trainer_table.py [DATASET ...]
+        .venv/bin/python scripts/trainer_table.py [--speculators] [DATASET ...]
 
 Kimi's datasets need TOKFIDELITY_TOKENIZER_CLASS: the model repository's tokenizer class, run only when its
 sha256 is pinned (pipeline.core.trainers.PINNED_CLASSES); without it their rows say why they are not measured.
@@ -27,7 +29,8 @@ TEMPLATES = {"qwen3": ("qwen3-thinking", "qwen3-instruct"), "deepseek-v3": ("dee
 VARIANTS = {("kimi-k2.5", "kimi-k2-thinking"): {"preserve_thinking": True}}
 
 
-def measure(dataset: Path, template: str, template_kwargs: dict | None = None) -> str:
+def measure(dataset: Path, template: str, template_kwargs: dict | None = None, spec: str | None = None) -> str:
+    """One row: ``spec`` (default ``specforge:TEMPLATE``) judged on every sample, shown as ``template``."""
     from pipeline.core.binding import bind_dataset
     from pipeline.core.fidelity import EXACT, Judge
     from pipeline.core.golden import GoldenSample, load_manifest, read_samples
@@ -37,9 +40,9 @@ def measure(dataset: Path, template: str, template_kwargs: dict | None = None) -
     manifest = load_manifest(dataset)
     location = tokenizer_location(manifest.tokenizer)
     try:
-        trainer = load_trainer(f"specforge:{template}", location, template_kwargs)
+        trainer = load_trainer(spec or f"specforge:{template}", location, template_kwargs)
     except TrainerError as e:
-        return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0]} |"
+        return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0].split(' (')[0]} |"
     tokenizer, profile = bind_dataset(manifest.profile, location)
     judge = Judge(profile, tokenizer, manifest.views[0], trainer=trainer)
     classes: collections.Counter = collections.Counter()
@@ -60,9 +63,62 @@ def measure(dataset: Path, template: str, template_kwargs: dict | None = None) -
     return f"| {dataset.name} | {shown} | {exact} / {total} | {top} |"
 
 
+def speculators_rows(wanted: set[str]) -> None:
+    """speculators 0.9.0's preparation through a vLLM render server started per dataset (``--speculators``)."""
+    import tempfile
+
+    from pipeline.core.golden import load_manifest
+    from pipeline.core.tokenizer import tokenizer_location
+    from pipeline.stages.model_folder import model_folder
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from servers.vllm_server import (
+        RENDER_CONFIGS, SERVER_ARGS, render_model_folder, start_vllm_render, stop_vllm, unavailable,
+    )
+
+    print("| dataset | rendered by (vLLM 0.32.0 render server) | exact / total | top classes (samples) |")
+    print("|---|---|---:|---|")
+    reason = unavailable()
+    for dataset in sorted(p for p in (ROOT / "golden").iterdir() if (p / "manifest.json").is_file()):
+        if wanted and dataset.name not in wanted:
+            continue
+        manifest = load_manifest(dataset)
+        location = Path(tokenizer_location(manifest.tokenizer))
+        if location.suffix == ".gguf":  # the model the dataset was captured from, as the engines load it
+            folder, shown = model_folder(manifest.tokenizer), f"its model ({location.name}, converted)"
+        elif location.name in RENDER_CONFIGS:
+            folder, shown = None, f"`{location.name}` tokenizer files + a config.json"
+        else:
+            print(f"| {dataset.name} | - | not measured | {NOT_SERVED.get(manifest.profile, 'no render server')} |")
+            continue
+        if reason:
+            print(f"| {dataset.name} | {shown} | not measured | {reason} |")
+            continue
+        args = SERVER_ARGS.get(manifest.profile, ())
+        with tempfile.TemporaryDirectory() as tmp:
+            model = folder or render_model_folder(location, Path(tmp) / "model")
+            proc, url = start_vllm_render(model, Path(tmp) / "server.log", args)
+            try:
+                label = shown + (f", `{' '.join(args)}`" if args else "")
+                print(measure(dataset, label, spec=f"speculators:{url}"), flush=True)
+            finally:
+                stop_vllm(proc)
+
+
+# profile -> why no vLLM render server here serves that family's tokenizer and template
+NOT_SERVED = {
+    "gpt-oss": "no tokenizer folder for gpt-oss here (a bare tiktoken encoding, no tokenizer_config.json), which "
+               "a vLLM server loads",
+}
+
+
+
 def main() -> int:
     from pipeline.core.golden import load_manifest
 
+    if "--speculators" in sys.argv[1:]:
+        speculators_rows(set(sys.argv[1:]) - {"--speculators"})
+        return 0
     print("| dataset | SpecForge 0.2.0 template | exact / total | top classes (samples) |")
     print("|---|---|---:|---|")
     wanted = set(sys.argv[1:])

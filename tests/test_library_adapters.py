@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core import checked_versions, template_adapter
+from pipeline.core import checked_versions, speculators_adapter, template_adapter
 from pipeline.core.tokenizer import tiktoken_adapter, tokenizers_adapter
 from pytest_tokfidelity import pytest_adapter, snapshots, xdist_adapter
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTERS = {"tiktoken": tiktoken_adapter, "tokenizers": tokenizers_adapter, "transformers": template_adapter}
-EVERY_ADAPTER = [pytest_adapter, snapshots, xdist_adapter, template_adapter, tiktoken_adapter, tokenizers_adapter]
+EVERY_ADAPTER = [pytest_adapter, snapshots, xdist_adapter, template_adapter, tiktoken_adapter, tokenizers_adapter,
+                 speculators_adapter]
 
 
 @pytest.mark.parametrize("adapter", EVERY_ADAPTER, ids=lambda m: m.CHECKED.library)

@@ -77,20 +77,37 @@ def test_a_trainer_that_trains_on_the_engine_ids_passes_and_one_that_does_not_is
     assert "mask-off-by-n (+1 tokens)" in verdict.report and "198 '\\n'" in verdict.report
 
 
+def test_an_answer_the_trainer_made_no_row_of_is_its_own_class():
+    """speculators skips a conversation it cannot render (and logs why): that answer is never trained on."""
+    from pipeline.core.speculators_adapter import NoTrainingRow
+    from pipeline.core.trainers import NO_TRAINING_ROW
+
+    def skipped(messages, tools, message):
+        raise NoTrainingRow("speculators made 0 training rows for 1 assistant turns: Render endpoint returned 400")
+
+    verdict = Judge(PROFILE, QWEN, "sglang", trainer=Trainer("skipping", skipped))(parse_sample(q1()[0], Path("Q1"), 1))
+    assert verdict.kind == DIVERGENT and verdict.classes == (CLASS_PREFIX + NO_TRAINING_ROW,)
+    assert "never sees this answer" in verdict.report and "Render endpoint returned 400" in verdict.report
+
+
 def test_specs_name_a_specforge_template():
     assert trainer_name("specforge:qwen3-thinking") == "specforge 0.2.0:qwen3-thinking"
     with pytest.raises(TrainerError, match="has no template 'nope'"):
         trainer_name("specforge:nope")
     with pytest.raises(TrainerError, match="expected specforge:TEMPLATE"):
         trainer_name("sglang")
-    with pytest.raises(TrainerError, match="speculators is not judged offline.*/v1/chat/completions/render"):
+    with pytest.raises(TrainerError, match="speculators needs a running vLLM server.*/v1/chat/completions/render"):
         trainer_name("speculators")
+    with pytest.raises(TrainerError, match="expected speculators:http://HOST:PORT"):
+        trainer_name("speculators:localhost")
+    with pytest.raises(TrainerError, match="no vLLM server answers at http://127.0.0.1:9 "):
+        trainer_name("speculators:http://127.0.0.1:9")
 
 
 def test_speculators_data_preparation_has_no_path_without_a_vllm_server():
-    """Why --tokfidelity-trainer=speculators is refused: speculators 0.9.0 renders a conversation only through
-    a server. Its batch preparation refuses to run without the render endpoint, and the row builder's only
-    source of ids is the HTTP render client."""
+    """Why --tokfidelity-trainer=speculators needs a server's address: speculators 0.9.0 renders a conversation
+    only through a server. Its batch preparation refuses to run without the render endpoint, and the row
+    builder's only source of ids is the HTTP render client (tests/test_speculators_vllm.py runs it on one)."""
     import inspect
 
     from speculators.data_generation import preprocessing, render_client

@@ -10,7 +10,9 @@ named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfideli
 The only module touching SpecForge (and its transformers tokenizer, loaded with
 ``trust_remote_code=False`` from a folder whose config names no code of its own; for a folder that names its
 own class, as Kimi's does, a copy of that class the user names, run only when its sha256 is pinned in
-``PINNED_CLASSES``). speculators is refused with the reason: it renders only through a vLLM server.
+``PINNED_CLASSES``). ``--tokfidelity-trainer=speculators:ENDPOINT`` judges speculators' own data preparation,
+which gets every id from the vLLM server at ENDPOINT (``speculators_adapter``, the module touching speculators),
+with the same classes.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ __all__ = ["Trainer", "TrainerError", "CLASSES", "ADVICE", "trainer_name", "load
 SPECFORGE = "specforge"
 SPECULATORS = "speculators"
 SPECULATORS_NEEDS_SERVER = (
-    "speculators is not judged offline: its data preparation (speculators.data_generation.preprocessing) gets "
-    "every id and the loss-mask boundary from a running vLLM server's /v1/chat/completions/render "
-    "(render_client.render_conversation), with no tokenizer or template path of its own (docs/trainers.md)")
+    "speculators needs a running vLLM server: its data preparation (speculators.data_generation.preprocessing) gets "
+    "every id and the loss-mask boundary from the server's /v1/chat/completions/render, with no tokenizer or "
+    "template path of its own; give its address, --tokfidelity-trainer=speculators:http://HOST:PORT (docs/trainers.md)")
 CLASS_PREFIX = "trainer:"  # a trainer divergence's class among a verdict's classes
 SYSTEM_PROMPT_ADDED = "system-prompt-added"
 EMPTY_REASONING_ADDED = "empty-reasoning-added"
@@ -40,10 +42,11 @@ STOP_OUTSIDE_MASK = "stop-token-outside-mask"
 MASK_OFF_BY_N = "mask-off-by-n"
 TOOL_CALL_RERENDERED = "tool-call-re-rendered"
 TEMPLATE_HEADER_WRONG = "template-header-wrong"
+NO_TRAINING_ROW = "no-training-row"
 RETOKENIZED = "re-tokenized"
 OTHER = "other"
 CLASSES = (SYSTEM_PROMPT_ADDED, EMPTY_REASONING_ADDED, REASONING_DROPPED, STOP_OUTSIDE_MASK, MASK_OFF_BY_N,
-           TOOL_CALL_RERENDERED, TEMPLATE_HEADER_WRONG, RETOKENIZED, OTHER)
+           TOOL_CALL_RERENDERED, TEMPLATE_HEADER_WRONG, RETOKENIZED, NO_TRAINING_ROW, OTHER)
 ADVICE = {
     SYSTEM_PROMPT_ADDED: "the trainer's template adds a system prompt the engine never saw (or writes its own in "
     "place of the engine's): set the template's system_prompt to None, or train on the prompt the engine rendered",
@@ -60,6 +63,9 @@ ADVICE = {
     "or generation prompt of the trainer's template is not the model's",
     RETOKENIZED: "the same text, other ids: the trainer encodes the text again, so the engine's own (non-canonical) "
     "split is lost; train on the engine's ids",
+    NO_TRAINING_ROW: "the trainer made no training row of the model's answer (its preprocessing skipped the "
+    "conversation: a render it could not make, a template whose renders do not extend each other, nothing left "
+    "to train on); the drafter never sees this answer",
     OTHER: "the trained ids differ from the engine's in another way: compare the windows below",
 }
 
@@ -91,9 +97,17 @@ def trainer_name(spec: str, field: str = "--tokfidelity-trainer") -> str:
     """The name a record gives the trainer ``spec`` names, with its version; a TrainerError when it names none."""
     kind, _, template = spec.partition(":")
     if kind == SPECULATORS:
-        raise TrainerError(SPECULATORS_NEEDS_SERVER, field=field)
+        if not template:
+            raise TrainerError(SPECULATORS_NEEDS_SERVER, field=field)
+        from .speculators_adapter import speculators_name
+
+        try:
+            return speculators_name(template)
+        except ValueError as e:
+            raise TrainerError(str(e), field=field) from None
     if kind != SPECFORGE or not template:
-        raise TrainerError(f"expected specforge:TEMPLATE (SpecForge's chat templates), got {spec!r}", field=field)
+        raise TrainerError(f"expected specforge:TEMPLATE (SpecForge's chat templates) or speculators:http://HOST:PORT, "
+                           f"got {spec!r}", field=field)
     try:
         from importlib.metadata import version
 
@@ -109,8 +123,8 @@ def load_trainer(spec: str, tokenizer_location: str, template_kwargs: Mapping[st
     """The trainer ``spec`` names, over the transformers tokenizer in ``tokenizer_location``; ``template_kwargs``
     go to the chat template as SpecForge's per-conversation keyword arguments (none: its defaults)."""
     name = trainer_name(spec)
-    from pathlib import Path
-
+    if spec.startswith(SPECULATORS + ":"):
+        return _speculators_trainer(name, spec.partition(":")[2], tokenizer_location)
     from .model_files import FolderCodeRefused, refuse_folder_code
 
     tokenizer = None
@@ -134,6 +148,18 @@ def load_trainer(spec: str, tokenizer_location: str, template_kwargs: Mapping[st
         return out["input_ids"][0][0].tolist(), out["loss_mask"][0][0].tolist()
 
     return Trainer(name + "".join(f" {k}={v!r}" for k, v in (template_kwargs or {}).items()), build)
+
+
+def _speculators_trainer(name: str, endpoint: str, tokenizer_location: str) -> Trainer:
+    """speculators' preparation through the server at ``endpoint``, checked to serve the dataset's tokenizer."""
+    from .speculators_adapter import PROBE, speculators_build
+    from .tokenizer import load_tokenizer
+
+    try:
+        probe = load_tokenizer(tokenizer_location).encode(PROBE)
+        return Trainer(name, speculators_build(endpoint, probe))
+    except ValueError as e:
+        raise TrainerError(str(e), field="--tokfidelity-trainer") from None
 
 
 def _transformers_tokenizer(tokenizer_location: str):
@@ -306,7 +332,16 @@ def judge_with_trainer(judge, sample):
         response = flat_message(sample.response)
     else:
         response = api_view(golden, sample.finish_reason, judge.profile, tok, judge.view)
-    ids, mask = judge.trainer.build(sample.messages or [], sample.tools, assistant_message(response))
+    from .speculators_adapter import NoTrainingRow
+
+    try:
+        ids, mask = judge.trainer.build(sample.messages or [], sample.tools, assistant_message(response))
+    except NoTrainingRow as e:  # nothing to compare: the answer is not trained on at all
+        classes = (CLASS_PREFIX + NO_TRAINING_ROW,)
+        return Verdict(sample.id, sample.line, DIVERGENT, len(golden), classes=classes, hunks=1,
+                       hunks_by_class=dict.fromkeys(classes, 1), signature={"trainer": list(classes)},
+                       report=f"trainer {judge.trainer.name}: {NO_TRAINING_ROW}: {ADVICE[NO_TRAINING_ROW]}\n  {e}",
+                       prompt=PROMPT_UNCHECKED)
     before, span = last_span(ids, mask)
     checked = sample.prompt_ids is not None and bool(sample.messages)
     output, prompt = classify(golden, sample.prompt_ids if checked else None, before, span, tok, judge.profile)
