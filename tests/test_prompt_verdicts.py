@@ -220,6 +220,43 @@ def test_piecewise_encoding_is_the_tokenizers_own_encoding():
     assert encoder.cache  # the tool declarations and system turns were kept
 
 
+def test_samples_of_one_conversation_share_its_rendering_and_each_meets_its_own_prompt_ids(monkeypatch):
+    """n samples of one prompt are rendered and encoded once (``conversation_ids``' memo), and each is still
+    compared with its own prompt_ids: a wrong one among them fails, whichever comes first."""
+    from dataclasses import replace
+
+    from pipeline.core import chat_renderer
+    from pipeline.core.golden import parse_sample
+    from pipeline.core.prompt_check import PROMPT_EXACT, PromptDivergence, PromptJudge
+
+    monkeypatch.setattr(chat_renderer, "_said", {})  # the NaN's render by transformers is said in this test alone
+    tok, profile = bind_dataset("kimi-k2.5", "kimi-k2.5")
+    line = next(s for s in golden_lines("B1_glaive").values() if s.get("tools"))
+    right = parse_sample(line, Path("B1.jsonl"), 1)
+    wrong = replace(right, prompt_ids=right.prompt_ids[:-1] + [tok.encode_ordinary("x")[0]])  # the last id changed
+    short = replace(right, prompt_ids=right.prompt_ids[:-1])
+    for order in ((right, wrong, short), (wrong, short, right)):
+        judge = PromptJudge(profile, tok)
+        verdicts = {id(s): judge(s) for s in order}
+        assert verdicts[id(right)] == PROMPT_EXACT
+        assert isinstance(verdicts[id(wrong)], PromptDivergence) and isinstance(verdicts[id(short)], PromptDivergence)
+        assert len(judge._conversations) == 1  # one conversation, rendered once
+    # the same conversation as JSON but another value (a NaN writes as null), or another type (1, 1.0, true),
+    # or another key order: another input to the template, rendered on its own
+    judge = PromptJudge(profile, tok)
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer", "default": None}}}}}
+    messages = [{"role": "user", "content": "hi"}]
+    for default in (None, float("nan"), 1, 1.0, True):
+        tools = [json.loads(json.dumps(tool))]
+        tools[0]["function"]["parameters"]["properties"]["n"]["default"] = default
+        assert judge.conversation_ids(messages, tools, None) == PromptJudge(profile, tok).ids(messages, tools, None)
+    reordered = [{"content": "hi", "role": "user"}]
+    assert judge.conversation_ids(reordered, None, None) == PromptJudge(profile, tok).ids(reordered, None, None)
+    assert judge.conversation_ids(messages, None, None) == PromptJudge(profile, tok).ids(messages, None, None)
+    assert len(judge._conversations) == 6  # null and NaN share a key: the NaN one was rendered, not taken from it
+
+
 def test_a_judged_chunk_gives_each_sample_the_verdict_it_gets_judged_alone(tmp_path):
     """A judging process runs a chunk's output sides, then its prompt sides (each pass keeps its own code and
     tables in the CPU's caches): every sample's verdict is still the one ``Judge`` gives it alone, whichever

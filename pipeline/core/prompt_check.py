@@ -6,15 +6,22 @@ with its ``tools`` and ``chat_template_kwargs`` as the engine's tokenizer does (
 the model's own template, or openai-harmony for gpt-oss) and compares the ids with the golden
 ``prompt_ids``. Per-sample work, bound once per dataset and cached where it is exactly the same work:
 
+* a conversation (messages, tools, template variables) is rendered and encoded once: the samples of
+  one prompt (n completions of it) share its ids, and each sample's own ``prompt_ids`` are compared
+  with them (``PromptJudge.conversation_ids``);
 * the tool pre-processing (Kimi K2.5's deep sort and TypeScript declarations) of an identical tool
   set and template variables is done once (keyed by the tools' JSON, in order: order matters to
   templates that do not sort), and so is the plain copy of them transformers makes before each render
   (pipeline.core.template_adapter);
 * the encoding of an identical piece of text between two special tokens (a tool declaration, a
-  system turn) is done once, where the tokenizer encodes each such piece on its own: tiktoken
-  tokenizers do (their encode finds the next special token and encodes the ordinary text before it
-  by itself), when no special token's text is a prefix of another's and the text is shorter than
-  Kimi's long-input cut. Other tokenizers encode the whole text.
+  system turn, a message an earlier sample of the same conversation had) is done once, where the
+  tokenizer encodes each such piece on its own: tiktoken tokenizers do (their encode finds the next
+  special token and encodes the ordinary text before it by itself), when no special token's text is
+  a prefix of another's and the text is shorter than Kimi's long-input cut. Other tokenizers encode
+  the whole text.
+
+Identical means equal as JSON, byte for byte (types, key order: ``1``, ``1.0`` and ``true`` differ),
+and equal as Python values (a NaN and a null are both written ``null``).
 
 A divergence is diagnosed by segment (``diagnose_prompt``): the tool declarations, the system turn,
 message k (role), the history of an earlier assistant turn, or the generation prompt; with a class a
@@ -174,7 +181,8 @@ class PromptJudge:
         # divergence is still placed by segment with the model's template
         self.render = render
         self._encoder: _Encoder | None = None  # made on first use (a Judge that never sees prompt_ids needs none)
-        self._inputs: dict[tuple[bytes, bytes], Prepared] = {}
+        self._inputs: dict[tuple[bytes, bytes], tuple[Prepared, tuple]] = {}
+        self._conversations: dict[bytes, tuple[list[int], tuple]] = {}  # conversation_ids' memo
         self._harmony = _harmony_renderer(profile, tokenizer)
 
     def preamble_bytes(self, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None) -> int:
@@ -194,10 +202,28 @@ class PromptJudge:
         if self.render is not None:
             rendered = self.render(sample.messages, sample.tools, sample.chat_template_kwargs)
         else:
-            rendered = self.ids(sample.messages, sample.tools, sample.chat_template_kwargs)
+            rendered = self.conversation_ids(sample.messages, sample.tools, sample.chat_template_kwargs)
         if rendered == golden:
             return PROMPT_EXACT
         return diagnose_prompt(self, sample, rendered)
+
+    def conversation_ids(self, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None) -> list[int]:
+        """``ids`` with the generation prompt, rendered and encoded once per distinct conversation: the samples
+        of one prompt (n completions of it, a dataset sampled several times) share it. Distinct means equal as
+        JSON, byte for byte (types, key order, every value: ``1``, ``1.0`` and ``true`` differ) and equal as
+        Python values (which tells a NaN from a null, both written ``null``): two such conversations are the
+        same input to the template. The caller compares the ids with each sample's own ``prompt_ids``."""
+        key = _conversation_key(messages, tools, kwargs)
+        if key is not None:
+            found = self._conversations.get(key)
+            if found is not None and found[1] == (messages, tools, kwargs):
+                return found[0]
+        ids = self.ids(messages, tools, kwargs)
+        if key is not None:
+            if len(self._conversations) >= _CACHE_LIMIT:
+                self._conversations.clear()
+            self._conversations[key] = (ids, (messages, tools, kwargs))
+        return ids
 
     def inputs(self, tools: Sequence | None, kwargs: Mapping[str, Any] | None) -> Prepared:
         """``template_inputs``, prepared for the template (``render.prepare``), once per distinct tool set and
@@ -206,11 +232,11 @@ class PromptJudge:
 
         key = (orjson.dumps(tools) if tools is not None else b"", orjson.dumps(kwargs) if kwargs is not None else b"")
         found = self._inputs.get(key)
-        if found is None:
+        if found is None or found[1] != (tools, kwargs):  # equal as JSON and as values (a NaN and a null: not)
             if len(self._inputs) >= _CACHE_LIMIT:
                 self._inputs.clear()
-            found = self._inputs[key] = prepare(*template_inputs(tools, self.profile, kwargs), self.tokenizer)
-        return found
+            found = self._inputs[key] = (prepare(*template_inputs(tools, self.profile, kwargs), self.tokenizer), (tools, kwargs))
+        return found[0]
 
     def text(self, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None,
              add_generation_prompt: bool = True) -> str:
@@ -228,6 +254,16 @@ class PromptJudge:
         if self._encoder is None:
             self._encoder = _Encoder(self.tokenizer)
         return self._encoder(self.text(messages, tools, kwargs, add_generation_prompt))
+
+
+def _conversation_key(messages: Any, tools: Any, kwargs: Any) -> bytes | None:
+    """The conversation as compact JSON (``conversation_ids``' memo key), or None where orjson cannot write it."""
+    import orjson
+
+    try:
+        return orjson.dumps((messages, tools, kwargs))
+    except TypeError:  # (orjson's JSONEncodeError): a key not a string, an integer past 64 bits
+        return None
 
 
 def _harmony_renderer(profile: Profile, tokenizer: Tokenizer) -> Callable | None:
