@@ -24,10 +24,12 @@ REASONING: dict[str, dict[str, str]] = {
         "kimi_k2": "sglang_kimi:KimiK2Reasoning",
         "qwen3": "sglang_qwen:Qwen3Reasoning",
         "gpt-oss": "sglang_gpt_oss:GptOssReasoning",
+        "deepseek-v3": "sglang_deepseek_v31:DeepSeekV3Reasoning",
     },
     "vllm": {
         "kimi_k2": "vllm_kimi:KimiK2Reasoning",
         "qwen3": "vllm_qwen:Qwen3Reasoning",
+        "deepseek_v3": "vllm_deepseek_v31:DeepSeekV3Reasoning",
     },
 }
 TOOLS: dict[str, dict[str, str]] = {
@@ -36,11 +38,13 @@ TOOLS: dict[str, dict[str, str]] = {
         "qwen25": "sglang_qwen:Qwen25Tools",
         "deepseekv3": "sglang_deepseek:DeepSeekV3Tools",
         "gpt-oss": "sglang_gpt_oss:GptOssTools",
+        "deepseekv31": "sglang_deepseek_v31:DeepSeekV31Tools",
     },
     "vllm": {
         "kimi_k2": "vllm_kimi:KimiK2Tools",
         "hermes": "vllm_qwen:HermesTools",
         "deepseek_v3": "vllm_deepseek:DeepSeekV3Tools",
+        "deepseek_v31": "vllm_deepseek_v31:DeepSeekV31Tools",
         "openai": "vllm_harmony:HarmonyParser",  # only ever composed with openai_gptoss (WHOLE)
     },
 }
