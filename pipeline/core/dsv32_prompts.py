@@ -28,9 +28,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .render import RenderError
 
-__all__ = ["dsv32_prompt_text", "dsml_arguments", "dsml_calls", "DSML", "TOOLS_TEMPLATE"]
+
+def RenderError(field: str, message: str):  # noqa: N802 - render.RenderError, imported late: families import this module
+    from .render import RenderError as error
+
+    return error(field, message)
+
+__all__ = ["dsv32_prompt_text", "dsv32_prompt_ids", "dsml_arguments", "dsml_calls", "DSML", "TOOLS_TEMPLATE"]
 
 DSML = "｜DSML｜"
 BOS, EOS, THINK_BEGIN, THINK_END = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<think>", "</think>"
@@ -181,3 +186,12 @@ def dsv32_prompt_text(messages: Sequence[Mapping], tools: Sequence[Mapping] | No
                           "message in thinking mode")
     key = "reasoning_content" if engine == "sglang" else "reasoning"
     return BOS + "".join(_message(i, full, thinking, last_user, key) for i in range(len(full)))
+
+
+def dsv32_prompt_ids(messages: Sequence[Mapping], tools: Sequence[Mapping] | None, chat_template_kwargs: Mapping | None,
+                     tokenizer, engine: str = "sglang") -> list[int]:
+    """The prompt ids: the encoder's text encoded with its marker texts as their ids and no token added
+    (vLLM encodes it with ``add_special_tokens=False``; the text already opens with the bos token)."""
+    if not isinstance(messages, Sequence) or not all(isinstance(m, Mapping) for m in messages):
+        raise RenderError("messages", "expected a list of message objects")
+    return tokenizer.encode(dsv32_prompt_text(messages, tools, chat_template_kwargs, engine))

@@ -39,6 +39,7 @@ TOOLS: dict[str, dict[str, str]] = {
         "deepseekv3": "sglang_deepseek:DeepSeekV3Tools",
         "gpt-oss": "sglang_gpt_oss:GptOssTools",
         "deepseekv31": "sglang_deepseek_v31:DeepSeekV31Tools",
+        "deepseekv32": "sglang_deepseek_v32:DeepSeekV32Tools",
     },
     "vllm": {
         "kimi_k2": "vllm_kimi:KimiK2Tools",

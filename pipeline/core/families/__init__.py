@@ -3,10 +3,10 @@ parsers differ from Kimi's, their restatement). Adding a family is adding its mo
 
 from __future__ import annotations
 
-from . import deepseek_v3, deepseek_v31, gpt_oss, kimi, qwen3
+from . import deepseek_v3, deepseek_v31, deepseek_v32, gpt_oss, kimi, qwen3
 from .spec import ProfileSpec, ToolCallFormat
 
 __all__ = ["ProfileSpec", "ToolCallFormat", "SPECS"]
 
 SPECS: tuple[ProfileSpec, ...] = (*kimi.SPECS, *qwen3.SPECS, *deepseek_v3.SPECS, *gpt_oss.SPECS,
-                                *deepseek_v31.SPECS)
+                                *deepseek_v31.SPECS, *deepseek_v32.SPECS)
