@@ -272,10 +272,24 @@ def build(dataset: str):
         record.update(output_ids=ids, finish_reason=finish)
         if response is not None:
             record["response"] = response
+        if quirk is None and _diverges_under(w, record, "vllm"):
+            quirk = ("tool-args-json: vLLM corrects argument values by the tool's schema (a number written 1000.0 comes "
+                     "back 1000); the sglang view passes them as written")
         if quirk is not None:
             record["quirk"] = quirk
         out.append(record)
     return out
+
+
+def _diverges_under(w: Writer, record: dict, view: str) -> bool:
+    """Whether the ids rebuilt from ``view``'s response differ from the sample's (a typed call vLLM coerces)."""
+    from pipeline.core.engines.request import request_of
+    from pipeline.core.reconstruct import reconstruct_output_ids
+    from pipeline.core.views import api_view
+
+    request = request_of(record.get("tools"), None, record.get("chat_template_kwargs"), record["prompt_ids"])
+    response = api_view(record["output_ids"], record["finish_reason"], w.profile, w.tok, view, request)
+    return reconstruct_output_ids(response, w.profile, w.tok) != record["output_ids"]
 
 
 SOURCES = {

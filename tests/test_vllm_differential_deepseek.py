@@ -1,14 +1,16 @@
-"""The vLLM views of DeepSeek-V3.1 agree with vLLM's own code: the installed release (0.32.0: ``vllm-0.32``)
+"""The vLLM views of DeepSeek-V3.1 and DeepSeek-V3.2 agree with vLLM's own code: the installed release (0.32.0: ``vllm-0.32``)
 run offline on the same ids as in tests/test_vllm_differential.py (``vllm_support/driver.py``: the request
 through ``ParserManager`` and ``adjust_request``, the incremental detokenizer, ``chat_completion_full_generator``),
 and every release recorded under ``tests/engine_responses/deepseek/`` (0.32.0, and 0.33.0 from its wheel's
-Python files), without that release installed. Cases: ``vllm_support/deepseek_cases.py`` (thinking on and off:
+Python files), without that release installed. Cases: ``vllm_support/deepseek_cases.py`` (each family, thinking on and off:
 named cases, 400 random outputs, 400 schema-bearing requests each).
 
 Skips, saying why, only where .venv-vllm could not be built (scripts/test builds it).
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -74,3 +76,22 @@ def test_the_releases_differ_where_their_code_does():
     lost, found = old[key]["multi-line-args"]["response"], new[key]["multi-line-args"]["response"]
     assert lost["tool_calls"] == [] or lost["tool_calls"] is None
     assert found["tool_calls"][0]["function"]["name"] == "get"
+
+
+def test_the_named_cases_reach_their_behaviours():
+    """What vLLM's own code returned for the named DeepSeek cases (recorded): the behaviours the views restate."""
+    new = read_release(FOLDER / f"vllm-{VLLM_VERSION}.json.gz")["groups"]
+    v31, v32 = new['deepseek-v3.1 {"thinking": false}'], new['deepseek-v3.2 {"thinking": true}']
+    answer = lambda group, name: group[name]["response"]  # noqa: E731
+    args = lambda group, name, i=0: json.loads(answer(group, name)["tool_calls"][i]["function"]["arguments"])  # noqa: E731
+    assert answer(v31, "args-verbatim")["tool_calls"][0]["function"]["arguments"] == '{"q":1,"n":[1,2],"f":1e3}'
+    assert answer(v31, "content-unstripped")["content"] == "  I will check.\n"
+    assert answer(v31, "args-not-json-verbatim")["tool_calls"][0]["function"]["arguments"] == "not json"
+    assert answer(v32, "content-keeps-blank-line")["content"] == "Let me check.\n\n"
+    assert args(v32, "string-values-unstripped") == {"s": "  padded \n", "m": "two\nlines"}
+    assert args(v32, "typed-params") == {"n": 5.0, "b": True, "l": [1, 2], "o": {"k": None}, "big": 2**64}
+    assert args(v32, "no-string-attribute") == {"x": 5}
+    assert args(v32, "json-body") == {}  # a JSON body is no DSML parameter
+    assert args(v32, "wrapped-arguments") == {"arguments": {"q": 1}}  # no schema declared: left wrapped
+    assert answer(v32, "bare-invoke")["content"] == "c\n\n" and answer(v32, "bare-invoke")["tool_calls"]
+    assert len(answer(v32, "length-cut-in-call")["tool_calls"]) == 2  # the unclosed invoke still is a call

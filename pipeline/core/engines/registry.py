@@ -46,6 +46,7 @@ TOOLS: dict[str, dict[str, str]] = {
         "hermes": "vllm_qwen:HermesTools",
         "deepseek_v3": "vllm_deepseek:DeepSeekV3Tools",
         "deepseek_v31": "vllm_deepseek_v31:DeepSeekV31Tools",
+        "deepseek_v32": "vllm_deepseek_v32:DeepSeekV32Tools",
         "openai": "vllm_harmony:HarmonyParser",  # only ever composed with openai_gptoss (WHOLE)
     },
 }

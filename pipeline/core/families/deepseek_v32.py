@@ -2,8 +2,10 @@
 ``pipeline/core/dsv32_prompts.py`` (``prompt_renderer="dsv32"``); outputs are laid out by
 ``deepseek_v32_layout`` (DSML tool calls are ordinary text: an ``OwnLayout``). The `sglang` view is SGLang
 0.5.23 with ``--reasoning-parser deepseek-v3 --tool-call-parser deepseekv32`` (``engines/sglang_deepseek_v31.py``
-for the reasoning, ``engines/sglang_deepseek_v32.py`` for the DSML calls); SGLang picks the ``dsv32`` encoder
-itself for that tool-call parser.
+for the reasoning, ``engines/sglang_deepseek_v32.py`` for the DSML calls; SGLang picks the ``dsv32`` encoder
+itself for that tool-call parser); the `vllm` views are vLLM with ``--tokenizer-mode deepseek_v32
+--reasoning-parser deepseek_v3 --tool-call-parser deepseek_v32`` (``engines/vllm_deepseek_v31.py``,
+``engines/vllm_deepseek_v32.py``).
 
 The tokenizer is DeepSeek-V3.1's (the same vocabulary and added tokens): ``</think>`` 128799 and
 ``<｜end▁of▁sentence｜>`` 1 are the only single-id markers of the output.
@@ -11,7 +13,8 @@ The tokenizer is DeepSeek-V3.1's (the same vocabulary and added tokens): ``</thi
 
 from __future__ import annotations
 
-from ..engines.view import sglang
+from ..engines.view import sglang, vllm_views
+from .deepseek_v31 import V31_ORDINARY
 from . import deepseek_v32_layout
 from .spec import OwnLayout, ProfileSpec
 
@@ -27,7 +30,8 @@ SPECS = (
         thinking=True,
         think_optional=True,
         prompt_renderer="dsv32",
-        views={"sglang": sglang("deepseek-v3", "deepseekv32")},
+        views={"sglang": sglang("deepseek-v3", "deepseekv32"),
+               **vllm_views("deepseek_v3", "deepseek_v32", class_ordinary=V31_ORDINARY)},
         own_layout=OwnLayout(bind=deepseek_v32_layout.bind, reconstruct=deepseek_v32_layout.reconstruct,
                              split=deepseek_v32_layout.split_dsml),
         description="DeepSeek-V3.2: with thinking on reasoning then </think>; content, then DSML tool calls "

@@ -48,10 +48,10 @@ def _arguments(arguments: str) -> str:
         return arguments
 
 
-def calls_text(calls) -> str:
-    """The DSML block of these API calls, with the blank line the model writes before it."""
+def calls_text(calls, gap: str = "\n\n") -> str:
+    """The DSML block of these API calls, after the blank line the model writes before it (``gap``)."""
     invokes = "\n".join(f'<{DSML}invoke name="{c.name}">\n{_arguments(c.arguments)}\n</{DSML}invoke>' for c in calls)
-    return f"\n\n{BLOCK_START}\n{invokes}\n</{DSML}function_calls>"
+    return f"{gap}{BLOCK_START}\n{invokes}\n</{DSML}function_calls>"
 
 
 def reconstruct(turn, profile, tokenizer: Tokenizer) -> list[int]:
@@ -64,7 +64,9 @@ def reconstruct(turn, profile, tokenizer: Tokenizer) -> list[int]:
         out += encode(turn.reasoning) if turn.reasoning else []
         if not cut or turn.content or turn.tool_calls:  # cut while reasoning: no </think>
             out.append(m["think_end"])
-    text = (turn.content or "") + (calls_text(turn.tool_calls) if turn.tool_calls else "")
+    content = turn.content or ""
+    # vLLM sends the blank line before the block as part of the content; SGLang removes it
+    text = content + (calls_text(turn.tool_calls, "" if content.endswith("\n\n") else "\n\n") if turn.tool_calls else "")
     if text:
         out += encode(text)
     if not cut:
