@@ -22,7 +22,7 @@ from pipeline.core.tokenizer.fast_bpe import ENCODER_NAME, PROBES, fast_encoder
 from pipeline.core.tokenizer.hf_files import HFTokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
-FAMILIES = ["qwen3", "deepseek-v3"]
+FAMILIES = ["qwen3", "deepseek-v3", "deepseek-v3.1"]
 N_RANDOM = 120_000
 
 
@@ -59,7 +59,7 @@ def golden_texts() -> list[str]:
     DeepSeek-V3 samples' output ids decoded with their own tokenizer."""
     texts = []
     for path in sorted((ROOT / "golden").glob("*/samples.jsonl")):
-        family = {"Q1": "qwen3", "D1": "deepseek-v3"}.get(path.parent.name[:2])
+        family = {"Q1": "qwen3", "D1": "deepseek-v3", "D3": "deepseek-v3.1"}.get(path.parent.name[:2])
         for line in path.read_text(encoding="utf-8").splitlines():
             sample = json.loads(line)
             ids = sample.pop("output_ids", None)

@@ -33,7 +33,7 @@ from tokenizer_roots import SHARED
 from pipeline.core import chat_renderer, render
 from pipeline.core.chat_renderer import ChatRenderer, TemplateFallback
 from pipeline.core.minijinja_renderer import MiniJinjaTemplate, TemplateRaised, Unsupported, plain_inputs, unsupported
-from pipeline.core.profiles import bind_profile
+from pipeline.core.profiles import bind_profile, get_profile_spec
 from pipeline.core.render import RenderError, chat_template, prepare, template_inputs
 from pipeline.core.template_adapter import Prepared, TemplateRenderer
 from pipeline.core.tokenizer import load_tokenizer
@@ -48,7 +48,7 @@ def template_datasets() -> dict[str, dict]:
     out = {}
     for manifest in sorted(GOLDEN.glob("*/manifest.json")):
         data = json.loads(manifest.read_text(encoding="utf-8"))
-        if data["profile"] != "gpt-oss":  # rendered by openai-harmony, not a template
+        if get_profile_spec(data["profile"]).prompt_renderer == "template":  # not openai-harmony's or an encoder's
             out[manifest.parent.name] = data
     return out
 
@@ -145,8 +145,11 @@ def test_generated_conversations_render_identically(template_of):
         counts[how] += 1
     assert sum(counts.values()) == GENERATED
     # Most by MiniJinja. The rest: conversations the template itself refuses (SmolLM2's concatenates a text-parts
-    # list or a missing content: both engines fail), and inputs with floats written 1e-07 (transformers renders them).
-    assert counts["text"] >= GENERATED * 0.6 and counts["not-plain"] <= GENERATED * 0.1, counts
+    # list or a missing content: both engines fail; DeepSeek-V3.1's tools block writes every tool's description and
+    # parameters, so it refuses the generated tools that lack one), and inputs with floats written 1e-07
+    # (transformers renders them).
+    share = 0.5 if template_of == "deepseek-v3.1" else 0.6
+    assert counts["text"] >= GENERATED * share and counts["not-plain"] <= GENERATED * 0.1, counts
 
 
 # -- the fallback ---------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def split_output(ids: Sequence[int], profile: Profile) -> OutputLayout:
     pos = 0
     if spec.thinking:
         think_begin = m.get("think_begin")
-        opened = think_begin is None  # Kimi: the prompt opened it; Qwen3: the output does, when thinking
+        opened = think_begin is None and (not spec.think_optional or m["think_end"] in ids[:end])  # Kimi: the prompt opened it; Qwen3: the output does, when thinking
         if think_begin is not None and end > 0 and ids[0] == think_begin:
             spans.append(Span(MARKER, 0, 1))
             pos, opened = 1, True

@@ -78,6 +78,8 @@ def _raise_exception(message):
 
 
 def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    if x is None:  # MiniJinja hands a filter an undefined value as None; jinja2's tojson of one raises
+        raise TypeError("Object of type Undefined is not JSON serializable")
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 

@@ -188,7 +188,7 @@ class PromptJudge:
     def preamble_bytes(self, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None) -> int:
         """Bytes the renderer writes before the first turn on its own (harmony: its system and developer
         messages); 0 for a template, whose preamble belongs to the first message."""
-        if self._harmony is None:
+        if self._harmony is None or self.profile.spec.prompt_renderer != "harmony":
             return 0
         from .harmony_prompts import harmony_preamble_ids
 
@@ -268,6 +268,10 @@ def _conversation_key(messages: Any, tools: Any, kwargs: Any) -> bytes | None:
 
 def _harmony_renderer(profile: Profile, tokenizer: Tokenizer) -> Callable | None:
     """gpt-oss's official renderer (openai-harmony) where the profile is rendered by it; else None."""
+    if profile.spec.prompt_renderer == "dsv32":  # DeepSeek-V3.2's encoder, restated (it has no template)
+        from .dsv32_prompts import dsv32_prompt_ids
+
+        return lambda messages, tools, kwargs, add_generation_prompt: dsv32_prompt_ids(messages, tools, kwargs, tokenizer)
     if profile.spec.prompt_renderer != "harmony":
         return None
     from .harmony_prompts import harmony_prompt_ids

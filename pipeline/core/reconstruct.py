@@ -36,7 +36,7 @@ def _pieces(turn: ApiTurn, profile: Profile) -> list:
     if spec.thinking:
         # Kimi K2.5's prompt opens the think block, so it is always there; Qwen3 opens it itself, and a
         # response without reasoning was generated with thinking off (no think block).
-        if not spec.opens_think or turn.reasoning is not None:
+        if not (spec.opens_think or spec.think_optional) or turn.reasoning is not None:
             if spec.opens_think:
                 pieces.append(ids["think_begin"])
             if turn.reasoning:

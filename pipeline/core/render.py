@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -103,6 +104,23 @@ def _config(data: bytes) -> tuple[dict[str, str], dict[str, str]]:
     return named, special
 
 
+TEMPLATE_ROOTS = "TOKFIDELITY_CHAT_TEMPLATES"
+
+
+def _template_overlay(folder: Path, tried: list[str]) -> _TemplateFiles | None:
+    """A chat template kept apart from the tokenizer files it belongs to (a tokenizer folder that has none):
+    ``<root>/<folder name>/chat_template.jinja``, with the special tokens of a ``tokenizer_config.json`` beside it,
+    for each root of ``$TOKFIDELITY_CHAT_TEMPLATES`` (os.pathsep-separated)."""
+    for root in filter(None, os.environ.get(TEMPLATE_ROOTS, "").split(os.pathsep)):
+        jinja, config = Path(root) / folder.name / "chat_template.jinja", Path(root) / folder.name / "tokenizer_config.json"
+        if jinja.is_file():
+            data = jinja.read_bytes()
+            special = _config(config.read_bytes())[1] if config.is_file() else {}
+            return _TemplateFiles({"default": data.decode("utf-8")}, str(jinja), special, {str(jinja.resolve()): sha256_bytes(data)})
+        tried.append(f"{jinja} (${TEMPLATE_ROOTS})")
+    return None
+
+
 @functools.cache
 def _template_files(source: str) -> _TemplateFiles:
     path = Path(source)
@@ -123,6 +141,9 @@ def _template_files(source: str) -> _TemplateFiles:
         if named:
             return _TemplateFiles(named, f"{config} (chat_template)", special, {str(config.resolve()): sha256_bytes(config_bytes)})
         tried += [str(jinja), f"{config} (chat_template)"]
+        found = _template_overlay(folder, tried)
+        if found is not None:
+            return found
     raise RenderError("chat_template", f"no chat template for the tokenizer from {source}; looked at: {'; '.join(tried)}. "
                       "Put the model's chat_template.jinja beside its tokenizer files")
 

@@ -200,12 +200,14 @@ def _assemble(assembly, reasoning, content, calls, cut: bool, request: Request =
     if forced:
         required = choice == REQUIRED and (bool(calls) or assembly.required_finish_without_calls)
         finish = "length" if cut else ("tool_calls" if required else "stop")
-        return reasoning or None, content or "", calls, finish
+        return (reasoning if assembly.content_as_parsed else reasoning or None), content or "", calls, finish
     if calls and (not cut or assembly.tool_calls_finish_over_length):
         finish = "tool_calls"
     else:
         finish = "length" if cut else "stop"
-    return reasoning or None, content if assembly.content_as_parsed else content or assembly.empty_content, calls, finish
+    if assembly.content_as_parsed:  # vLLM: the message carries the parsers' answers as they are ("" reasoning stays "")
+        return reasoning, content, calls, finish
+    return reasoning or None, content or assembly.empty_content, calls, finish
 
 
 def _decoder(view: View, skip_special_tokens: bool, tokenizer: Tokenizer) -> Callable:

@@ -143,8 +143,8 @@ def vllm(reasoning: str | None = None, tool: str | None = None, *, skip_special_
     """vLLM (``version``, 0.32.0 or 0.33.0) serving with these parsers, for the request: its
     incremental detokenizer (``skip_special_tokens`` as the parsers' ``adjust_request`` leaves it,
     ``spaces_between_special_tokens`` on, its default), the matched stop not decoded; the message built
-    as ``chat_completion_full_generator`` builds it: empty reasoning null, the content as the parsers give it
-    (null, or the detokenized text passed through), a call's id
+    as ``chat_completion_full_generator`` builds it: the reasoning and the content as the parsers give them
+    (null, ``""`` from DeepSeek's reasoning parser, or the detokenized text passed through), a call's id
     the parser's or ``chatcmpl-tool-<random>``. ``finish_reason`` "tool_calls" when calls were parsed: in
     0.32 also after a length cut, and after any stop with ``tool_choice`` "required"; from 0.33 only
     when the engine stopped, never for a named tool. Parsers that differ between releases read

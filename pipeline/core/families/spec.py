@@ -75,6 +75,9 @@ class ProfileSpec:
     # think_end. Qwen3: the output opens it itself (markers has think_begin); a response with no
     # reasoning is laid out without a think block (enable_thinking=false).
     thinking: bool = False
+    # DeepSeek-V3.1: the prompt opens the think block only when the request asks for thinking, so a response
+    # without reasoning was generated with it off and is laid out without one.
+    think_optional: bool = False
     think_gap: str = ""  # text the model writes between think_end and the content (Qwen3: "\n\n")
     tool_calls: ToolCallFormat | None = None
     extra_stops: tuple[str, ...] = ()  # further stop-token texts the engine stops on (markers["stop"] first)
