@@ -36,12 +36,15 @@ TOOLS: dict[str, dict[str, str]] = {
         "qwen25": "sglang_qwen:Qwen25Tools",
         "deepseekv3": "sglang_deepseek:DeepSeekV3Tools",
         "gpt-oss": "sglang_gpt_oss:GptOssTools",
+        "llama3": "sglang_llama:Llama3Tools",
+        "qwen3_coder": "sglang_qwen3_coder:Qwen3CoderTools",
     },
     "vllm": {
         "kimi_k2": "vllm_kimi:KimiK2Tools",
         "hermes": "vllm_qwen:HermesTools",
         "deepseek_v3": "vllm_deepseek:DeepSeekV3Tools",
         "openai": "vllm_harmony:HarmonyParser",  # only ever composed with openai_gptoss (WHOLE)
+        "llama3_json": "vllm_llama:Llama3JsonTools",
     },
 }
 # (engine, reasoning parser name) -> a whole-output parser the engine uses instead of composing two.
