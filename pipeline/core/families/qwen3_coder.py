@@ -12,6 +12,10 @@ an object or array as ``tojson``, anything else as Jinja's ``string`` (``True``,
 ``<tool_call>`` and ``</tool_call>`` are single ids, ``<function=`` and ``<parameter=`` ordinary text. The
 engine stops on ``<|im_end|>`` and ``<|endoftext|>``. Laid out by ``qwen3_coder_layout`` (an
 ``OwnLayout``: the arguments are written as XML parameters, not as the JSON text the API returns).
+
+Not yet listed in ``families/__init__.py``: a registered family has ``sglang`` and ``vllm`` views, and
+vLLM's ``qwen3_coder`` (its parser engine's Qwen3 tool adapter) is not restated yet. Bind the spec
+directly (``bind_profile(SPECS[0], tokenizer)``) to use its layout and its ``sglang`` view.
 """
 
 from __future__ import annotations
