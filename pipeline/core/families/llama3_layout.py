@@ -10,7 +10,8 @@ template layout does not fit: this module is the family's ``OwnLayout``.
   parsers split at ``<|python_tag|>``).
 * A builtin tool call (the template's ``builtin_tools``, ``brave_search`` / ``wolfram_alpha``): the
   engines return it as content (``brave_search.call(query="x")``, the tag dropped or skipped); a
-  content of that shape is written back ``<|python_tag|>{content}<|eom_id|>``.
+  content of that shape is written back ``<|python_tag|>{content}<|eom_id|>``; so is one that keeps the
+  tag as text (SGLang without tools in the request: no parser runs, special tokens stay in the text).
 
 A length cut leaves the stop token off. The split: content up to ``<|python_tag|>`` (the whole output
 when there is none), after it one call whose arguments run to the stop token.
@@ -52,8 +53,8 @@ def reconstruct(turn, profile, tokenizer) -> list[int]:
         if content:
             out = encode(content) + [ids["tool_call_begin"]]
         out += encode(body)
-    elif _BUILTIN_CALL.match(content):
-        out = [ids["tool_call_begin"]] + encode(content)
+    elif _BUILTIN_CALL.match(content.removeprefix(profile.texts["tool_call_begin"])):
+        out = [ids["tool_call_begin"]] + encode(content.removeprefix(profile.texts["tool_call_begin"]))
         stop = ids["stop.2"]  # <|eom_id|>: the model waits for the tool's output
     else:
         out = encode(content)
