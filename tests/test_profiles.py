@@ -26,7 +26,7 @@ def test_thinking_profile_on_a_tokenizer_without_think_tokens_fails_clearly():
 
 
 def test_unknown_profile_lists_known_ones():
-    with pytest.raises(ProfileError, match="known profiles: chatml, deepseek-v3, gpt-oss, kimi-k2, kimi-k2.5, llama3, qwen3"):
+    with pytest.raises(ProfileError, match="known profiles: chatml, deepseek-v3, gpt-oss, kimi-k2, kimi-k2.5, llama3, qwen3, qwen3-coder"):
         bind_profile("kimi-k3", load_tokenizer("kimi-k2.5"))
 
 

@@ -47,10 +47,8 @@ def llama():
 
 @pytest.fixture(scope="module")
 def coder():
-    from pipeline.core.families.qwen3_coder import SPECS
-
     tokenizer = load_tokenizer("qwen3")
-    return tokenizer, bind_profile(SPECS[0], tokenizer)  # bound directly: not registered until it has vLLM views
+    return tokenizer, bind_profile("qwen3-coder", tokenizer)
 
 
 def _tools(sent):

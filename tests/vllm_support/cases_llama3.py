@@ -52,9 +52,9 @@ def groups() -> list[Group]:
     return [llama3()]
 
 
-def record(python: str, overlay: str | None = None) -> Path:
+def record(python: str, overlay: str | None = None, family: str = "llama3") -> Path:
     """Run a vLLM release's own code (``python``'s environment, ``overlay`` first on its path) on every
-    case and write its responses under ``RECORDED``."""
+    case of ``family`` (llama3 or qwen3-coder) and write its responses under that family's folder."""
     import subprocess
 
     from . import vllm_responses
@@ -63,6 +63,12 @@ def record(python: str, overlay: str | None = None) -> Path:
     code = "import vllm._version as v; print(v.__version__)"
     env = {"PYTHONPATH": overlay} if overlay else {}
     version = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.strip()
-    found = groups()
+    if family == "qwen3-coder":
+        from . import cases_qwen3_coder as cases
+    else:
+        import sys
+
+        cases = sys.modules[__name__]
+    found = cases.groups()
     responses = vllm_responses([(g.setup, [g.driver_case(n) for n in g.cases]) for g in found], python=python, overlay=overlay)
-    return write_release("vllm", version, found, responses, RECORDED)
+    return write_release("vllm", version, found, responses, cases.RECORDED)

@@ -45,6 +45,7 @@ TOOLS: dict[str, dict[str, str]] = {
         "deepseek_v3": "vllm_deepseek:DeepSeekV3Tools",
         "openai": "vllm_harmony:HarmonyParser",  # only ever composed with openai_gptoss (WHOLE)
         "llama3_json": "vllm_llama:Llama3JsonTools",
+        "qwen3_coder": "vllm_qwen3_coder:Qwen3CoderTools",
     },
 }
 # (engine, reasoning parser name) -> a whole-output parser the engine uses instead of composing two.

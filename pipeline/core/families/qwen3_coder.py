@@ -1,5 +1,6 @@
 """Qwen3-Coder (30B-A3B, 480B-A35B): its profile and its views; the `sglang` view is SGLang 0.5.23 with
-``--tool-call-parser qwen3_coder`` (``engines/sglang_qwen3_coder.py``). No reasoning. Qwen3's vocabulary,
+``--tool-call-parser qwen3_coder`` (``engines/sglang_qwen3_coder.py``), the `vllm` views vLLM with
+``--tool-call-parser qwen3_coder`` (``engines/vllm_qwen3_coder.py``). No reasoning. Qwen3's vocabulary,
 merges and added tokens (``../shared/tokenizers/qwen3``), the chat template of ``qwen3-coder/``.
 
 The model writes (the template's assistant turn with tool calls):
@@ -12,15 +13,12 @@ an object or array as ``tojson``, anything else as Jinja's ``string`` (``True``,
 ``<tool_call>`` and ``</tool_call>`` are single ids, ``<function=`` and ``<parameter=`` ordinary text. The
 engine stops on ``<|im_end|>`` and ``<|endoftext|>``. Laid out by ``qwen3_coder_layout`` (an
 ``OwnLayout``: the arguments are written as XML parameters, not as the JSON text the API returns).
-
-Not yet listed in ``families/__init__.py``: a registered family has ``sglang`` and ``vllm`` views, and
-vLLM's ``qwen3_coder`` (its parser engine's Qwen3 tool adapter) is not restated yet. Bind the spec
-directly (``bind_profile(SPECS[0], tokenizer)``) to use its layout and its ``sglang`` view.
 """
 
 from __future__ import annotations
 
-from ..engines.view import sglang
+from ..engines.view import sglang, vllm_views
+from .qwen3 import _ORDINARY
 from . import qwen3_coder_layout
 from .spec import OwnLayout, ProfileSpec, ToolCallFormat
 
@@ -34,8 +32,7 @@ SPECS = (
         extra_stops=("<|endoftext|>",),
         prompt_markers={"start": "<|im_start|>", "end": "<|im_end|>"},
         tool_calls=ToolCallFormat(call=("@tool_call_begin", "$arguments", "@tool_call_end"), separator="\n"),
-        # vLLM serves it through its parser engine (qwen3_coder: Qwen3Parser's tool adapter); not restated yet.
-        views={"sglang": sglang(None, "qwen3_coder")},
+        views={"sglang": sglang(None, "qwen3_coder"), **vllm_views(None, "qwen3_coder", class_ordinary=_ORDINARY)},
         own_layout=OwnLayout(bind=qwen3_coder_layout.bind, reconstruct=qwen3_coder_layout.reconstruct,
                              split=qwen3_coder_layout.split),
         description="Qwen3-Coder: content, <tool_call> blocks of <function=NAME> with <parameter=KEY> values, "
