@@ -26,6 +26,7 @@ for p in (ROOT, ROOT / "scripts"):
         sys.path.insert(0, str(p))
 
 from kimi_golden import b1_glaive, b3_magicoder  # noqa: E402
+from make_kimi_golden import known_divergence_rate  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile  # noqa: E402
 from pipeline.core.reconstruct import reconstruct_output_ids  # noqa: E402
@@ -65,6 +66,33 @@ def turns(rng: random.Random) -> list[dict]:
     return out
 
 
+def _ids(tokenizer, profile, *pieces) -> list[int]:
+    out = []
+    for piece in pieces:
+        out += tokenizer.encode_ordinary(piece) if isinstance(piece, str) else [piece]
+    return out
+
+
+def quirk(n: int, response: dict, tokenizer, profile):
+    """(output ids, finish reason, quirk text) for the quirk sample ``n``, or None for a plain one."""
+    m = profile.ids
+    calls = response.get("tool_calls") or []
+    if calls:
+        name, args = calls[0]["function"]["name"], json.loads(calls[0]["function"]["arguments"])
+        body = json.dumps({"name": name, "parameters": args}, ensure_ascii=False)
+        if n == 7:
+            compact = json.dumps({"name": name, "parameters": args}, ensure_ascii=False, separators=(",", ":"))
+            return (_ids(tokenizer, profile, compact, m["stop"]), "stop",
+                    "tool-args-json: compact JSON; both parsers re-serialise the arguments with json.dumps")
+        if n == 13:
+            return (_ids(tokenizer, profile, m["tool_call_begin"], body, m["stop"]), "stop",
+                    "special-token-id: the model opened the call with <|python_tag|>; both parsers drop it")
+    if n == 27:
+        ids = _ids(tokenizer, profile, response["content"].rstrip() + " 🦜")[:-1]
+        return ids, {"type": "length", "length": len(ids)}, "truncated-utf8: cut at max_new_tokens inside a 4-byte emoji"
+    return None
+
+
 def build() -> list[dict]:
     tokenizer = load_tokenizer(TOKENIZER)
     profile = bind_profile("llama3", tokenizer)
@@ -77,6 +105,11 @@ def build() -> list[dict]:
         if n % 7 == 3 and not response.get("tool_calls"):  # a length cut inside the text
             ids = ids[: max(1, len(ids) * 2 // 3)]
             finish = {"type": "length", "length": len(ids)}
+        special = quirk(n, response, tokenizer, profile)
+        if special is not None:
+            ids, finish, text = special
+            if finish == "stop":
+                finish = {"type": "stop", "matched": ids[-1]}
         record = {"id": f"l1-{n:04d}", "messages": t["messages"]}
         if t["tools"]:
             record["tools"] = t["tools"]
@@ -84,6 +117,8 @@ def build() -> list[dict]:
             record["chat_template_kwargs"] = t["kwargs"]
         record["prompt_ids"] = render_prompt(t["messages"], t["tools"], profile, tokenizer, chat_template_kwargs=t.get("kwargs"))
         record.update(output_ids=ids, finish_reason=finish)
+        if special is not None:
+            record["quirk"] = special[2]
         samples.append(record)
     return samples
 
@@ -108,7 +143,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(ROOT / "golden"))
     args = p.parse_args(argv)
     samples = build()
-    path = write_dataset(Path(args.out) / DATASET, {**MANIFEST, "samples": len(samples)}, samples)
+    manifest = {**MANIFEST, "max_known_divergence_rate": known_divergence_rate(samples), "samples": len(samples)}
+    path = write_dataset(Path(args.out) / DATASET, manifest, samples)
     print(f"{path}: {len(samples)} samples")
     return 0
 

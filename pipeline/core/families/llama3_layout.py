@@ -13,8 +13,9 @@ template layout does not fit: this module is the family's ``OwnLayout``.
   content of that shape is written back ``<|python_tag|>{content}<|eom_id|>``; so is one that keeps the
   tag as text (SGLang without tools in the request: no parser runs, special tokens stay in the text).
 
-A length cut leaves the stop token off. The split: content up to ``<|python_tag|>`` (the whole output
-when there is none), after it one call whose arguments run to the stop token.
+A length cut leaves the stop token off. The split: content up to ``<|python_tag|>``, after it one call
+whose arguments run to the stop token; without the tag, an output whose first token starts with ``{`` is
+one call (arguments to the stop token), any other is content.
 """
 
 from __future__ import annotations
@@ -30,11 +31,17 @@ BUILTIN_TOOLS = ("brave_search", "wolfram_alpha")  # the template's builtin tool
 _BUILTIN_CALL = re.compile(r"(?:%s)\.call\(.*\)\Z" % "|".join(BUILTIN_TOOLS), re.DOTALL)
 
 
+_BRACES: dict = {}  # profile key -> the ids whose bytes start with "{" (an output opening a JSON call)
+
+
 def bind(profile, tokenizer) -> None:
-    """The layout needs only the profile's markers, checked by bind_profile: nothing more to derive."""
+    """Check the markers the layout writes; note which ids open a JSON call (their bytes start with ``{``)."""
     for role in ("tool_call_begin", "stop", "stop.2"):
         if role not in profile.ids:
             raise ValueError(f"the llama3 layout needs the {role} marker")
+    specials = set(tokenizer.special_tokens.values())
+    _BRACES[profile.texts_key] = frozenset(
+        i for i in range(tokenizer.n_vocab) if i not in specials and tokenizer.token_bytes(i)[:1] == b"{")
 
 
 def reconstruct(turn, profile, tokenizer) -> list[int]:
@@ -78,10 +85,13 @@ def split(ids: Sequence[int], profile) -> OutputLayout:
         at = ids.index(tag, 0, end)
     except ValueError:
         at = end
-    layout.content = Span(CONTENT, 0, at)
+        if end and ids[0] in _BRACES.get(profile.texts_key, ()):  # a bare JSON call: no content
+            at = -1
+    layout.content = Span(CONTENT, 0, max(at, 0))
     spans.append(layout.content)
     if at < end:
-        spans.append(Span(MARKER, at, at + 1))
+        if at >= 0:
+            spans.append(Span(MARKER, at, at + 1))
         head, arguments = Span(TOOL_CALL_ID, at + 1, at + 1), Span(TOOL_ARGUMENTS, at + 1, end)
         spans += [head, arguments]
         layout.tool_calls.append(ToolCallSpans(head, arguments, layout.stop_index is not None))
