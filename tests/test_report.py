@@ -55,7 +55,8 @@ def test_a_run_writes_results_that_match_the_run(runs):
         assert d["tokenizer_fingerprint"] == record["tokenizer_fingerprint"]
         assert d["golden_files"] == record["golden_files"]
         assert doc["code"]["fingerprint"] == record["code_fingerprint"]
-        assert d["samples_total"] == d["samples_run"] == record["counts"]["samples"]
+        views = max(1, len(d.get("views", ())))  # the record counts one test per sample and view
+        assert d["samples_total"] == d["samples_run"] == record["counts"]["samples"] // views
     planted = by_name[PLANTED]
     assert planted["gate"]["state"] == "closed" and planted["problems"]
     (check,) = planted["failed_checks"]  # the stop check saw the wrong stop id
@@ -116,8 +117,10 @@ def test_the_report_page_is_self_contained_and_lists_every_divergent_sample(runs
     assert "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';" in page
     assert not URL.search(page), URL.search(page)  # the planted sample's text holds https://example.com
     assert not re.search(r"<(link|img|iframe|object|embed)\b|\bsrc=|@import|url\(", page)
+    several = {d["name"] for d in doc["datasets"] if len(d.get("views", ())) > 1}  # named with [VIEW] there
     for s in doc["samples"]:
-        assert f'data-sample="{s["dataset"]}/{s["id"]}"' in page, s["id"]
+        view = f'[{s["view"]}]' if s["dataset"] in several else ""
+        assert f'data-sample="{s["dataset"]}/{s["id"]}{view}"' in page, s["id"]
     for cls in ("special-token-id", "whitespace", "invalid-utf8"):
         assert ADVICE[cls].split(":")[0] in page
     assert f"--tokfidelity-dataset={PLANTED} --tokfidelity-golden-dir={root / 'golden'} --snapshot-update" in page
