@@ -48,6 +48,7 @@ SUPPORT = {
                                "tml-renderers": "disable_thinking"}},
     "deepseek-v3": {"hf": "deepseek-v3", "renderers": "DeepSeekV3RendererConfig", "tinker-cookbook": "deepseekv3",
                     "tml-renderers": "DeepSeekV3"},
+    "llama3": {"hf": "llama-3.1", "renderers": "Llama3RendererConfig", "tinker-cookbook": "llama3"},
     # tml-renderers brings its own vocabularies. renderers and tinker-cookbook need a transformers tokenizer
     # object: Kimi's is built only by code from its model repository (never run here), and no transformers
     # tokenizer of o200k_harmony is among the shared tokenizers.

@@ -59,7 +59,7 @@ def golden_texts() -> list[str]:
     DeepSeek-V3 samples' output ids decoded with their own tokenizer."""
     texts = []
     for path in sorted((ROOT / "golden").glob("*/samples.jsonl")):
-        family = {"Q1": "qwen3", "D1": "deepseek-v3", "D3": "deepseek-v3.1"}.get(path.parent.name[:2])
+        family = {"Q1": "qwen3", "C1": "qwen3", "D1": "deepseek-v3", "D3": "deepseek-v3.1"}.get(path.parent.name[:2])
         for line in path.read_text(encoding="utf-8").splitlines():
             sample = json.loads(line)
             ids = sample.pop("output_ids", None)

@@ -62,11 +62,12 @@ def test_the_page_shows_what_results_json_says_and_sends_nothing(browser, report
             assert int(values[key]) == d["counts"][key], (d["name"], key)
         assert int(values["samples_run"]) == d["samples_run"] and int(values["samples_total"]) == d["samples_total"]
         assert float(values["divergent_samples"]) == d["rates"]["divergent_samples"]
-        shares = {c["data-view"]: float(c["data-value"]) for c in _row_cells(dom, d["name"], "data-view")}
+        # a view the dataset was not judged under (another dataset's) is a "–" cell without a value
+        shares = {c["data-view"]: float(c["data-value"]) for c in _row_cells(dom, d["name"], "data-view") if "data-value" in c}
         assert shares == {v: round(e["counts"]["exact"] / e["counts"]["samples"], 6) for v, e in d["by_view"].items()}
     listed = {a["data-sample"] for a in dom.find("article") if "data-sample" in a}
     listed |= {f'{r["data-dataset"]}/{r.get("data-id")}' for r in dom.find("tr", **{"class": "srow"})}
-    assert listed == {f'{s["dataset"]}/{s["id"]}' for s in doc["samples"]}
+    assert listed == {_name(doc, s) for s in doc["samples"]}
     assert _visible(dom) == listed  # no filter: everything shown
     body = dom.body()
     assert int(body["data-shown"]) == len(doc["samples"])
@@ -101,7 +102,7 @@ def _row_cells(dom: Dom, dataset: str, key: str = "data-key") -> list[dict]:
 def test_filters_in_the_url_change_what_is_visible(browser, report, query, wanted):
     page, doc = report
     dom = Dom(browser.dump_dom(page.as_uri() + query)[0])
-    expected = {f'{s["dataset"]}/{s["id"]}' for s in doc["samples"] if wanted(s)}
+    expected = {_name(doc, s) for s in doc["samples"] if wanted(s)}
     assert expected and len(expected) < len(doc["samples"])
     assert _visible(dom) == expected
     assert int(dom.body()["data-shown"]) == len(expected)
@@ -122,9 +123,15 @@ def test_the_proxy_would_see_a_request_that_left_a_page(browser, tmp_path):
     browser.page_requests.clear()
 
 
+def _name(doc, s) -> str:
+    """A sample's name on the page: ``DATASET/ID``, with ``[VIEW]`` when its dataset was judged under several views."""
+    several = {d["name"] for d in doc["datasets"] if len(d.get("views", ())) > 1}
+    return f'{s["dataset"]}/{s["id"]}' + (f'[{s["view"]}]' if s["dataset"] in several else "")
+
+
 def test_shipped_datasets_alone_render_with_every_known_divergence(browser, report, tmp_path):
     page, doc = report
-    known = {f'{s["dataset"]}/{s["id"]}' for s in doc["samples"] if s["dataset"] in SHIPPED}
+    known = {_name(doc, s) for s in doc["samples"] if s["dataset"] in SHIPPED}
     assert len(known) == sum(d["counts"]["known"] for d in doc["datasets"] if d["name"] in SHIPPED) > 30
     dom = Dom(browser.dump_dom(page.as_uri() + "#filter:dataset=" + ",".join(SHIPPED))[0])
     assert _visible(dom) == known

@@ -36,7 +36,7 @@ __all__ = ["Family", "ENTRY_POINT_GROUP", "BUILTIN", "families", "family_of", "s
 
 ENTRY_POINT_GROUP = "tokfidelity.families"
 # The families shipped here, by module under pipeline.core.families: the one list of them.
-BUILTIN = ("kimi", "chatml", "qwen3", "deepseek_v3", "gpt_oss", "deepseek_v31", "deepseek_v32")
+BUILTIN = ("kimi", "chatml", "qwen3", "deepseek_v3", "gpt_oss", "deepseek_v31", "deepseek_v32", "llama3", "qwen3_coder")
 
 
 class FamilyError(TokfidelityError, ValueError):

@@ -164,9 +164,30 @@ def _added_tokens(tokenizer, config_file: Path | None) -> dict[str, int]:
     return added
 
 
-def _load_hf_folder(folder: Path) -> HFTokenizer:
+# A model folder holding its chat template and tokenizer_config.json but not its vocabulary, and the folder
+# beside it whose vocabulary, merges and added tokens it shares (checked equal: ../shared/tokenizers/README.md).
+DERIVED_HF_FOLDERS = {"qwen3-coder": "qwen3"}
+
+
+def derived_hf_base(path: Path) -> Path | None:
+    """The folder lending ``path`` its vocabulary (``DERIVED_HF_FOLDERS``), when ``path`` has none of its own."""
+    base = DERIVED_HF_FOLDERS.get(path.name)
+    if base is None or (path / "tokenizer.json").exists() or (path / "vocab.json").exists():
+        return None
+    lender = path.parent / base
+    return lender if (lender / "tokenizer.json").exists() and (path / "tokenizer_config.json").exists() else None
+
+
+def _load_hf_folder(folder: Path, vocabulary: Path | None = None) -> HFTokenizer:
+    """The tokenizer of ``folder`` (its name, its tokenizer_config.json and so its chat template), its
+    vocabulary read from ``vocabulary`` when given (a derived folder), else from ``folder``."""
     from tokenizers import Tokenizer as RustTokenizer
 
+    if vocabulary is not None:
+        tok = RustTokenizer.from_file(str(vocabulary / "tokenizer.json"))
+        config_file = folder / "tokenizer_config.json"
+        files = [vocabulary / "tokenizer.json", config_file]
+        return HFTokenizer(folder.name, str(folder), files, tok, _added_tokens(tok, config_file))
     config_file = folder / "tokenizer_config.json"
     if (folder / "tokenizer.json").exists():
         tok = RustTokenizer.from_file(str(folder / "tokenizer.json"))

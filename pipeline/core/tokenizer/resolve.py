@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .base import Tokenizer, TokenizerNotFound
 from .gguf_files import load_gguf
-from .hf_files import _load_hf_folder
+from .hf_files import _load_hf_folder, derived_hf_base
 from .openai_encodings import ENCODING_FILES, cached_encoding_file
 from .tiktoken_files import DERIVED_TIKTOKEN_ENCODINGS, _derived_encoding_path, _load_kimi_tiktoken, _load_openai_tiktoken
 
@@ -39,6 +39,9 @@ def _load_path(path: Path) -> Tokenizer:
         return _load_kimi_tiktoken(path)
     if (path / "tokenizer.json").exists() or ((path / "vocab.json").exists() and (path / "merges.txt").exists()):
         return _load_hf_folder(path)
+    lender = derived_hf_base(path)
+    if lender is not None:  # Qwen3-Coder: its template and config here, Qwen3's vocabulary beside it
+        return _load_hf_folder(path, lender)
     tiktoken_files = sorted(path.glob("*.tiktoken"))
     if len(tiktoken_files) == 1:
         return _load_openai_tiktoken(tiktoken_files[0])
