@@ -51,7 +51,7 @@ def test_the_registry_finds_the_family_only_where_it_is_installed(site, tmp_path
     with_it = _run(tmp_path, site, "-c", code)
     assert with_it.returncode == 0, with_it.stderr
     assert "tinychat_family ('tinychat_family.parsers',) True" in with_it.stdout
-    assert with_it.stdout.strip().endswith("'gpt-oss', 'tinychat']")  # after the built-in families
+    assert with_it.stdout.strip().endswith("'tinychat']")  # after the built-in families
     without = _run(tmp_path, None, "-c", code)
     assert without.returncode == 0 and without.stdout.startswith("None None False"), without.stdout + without.stderr
 

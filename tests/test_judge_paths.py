@@ -118,7 +118,12 @@ def test_view_turn_family_texts(families):
         "chatml": "<|im_start|>not a marker here<|im_end|> answer<|im_end|>",
         "gpt-oss": "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>",
         "kimi-k2": "answer<|im_end|>",
+        "deepseek-v3.1": "plan</think>answer<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>",
+        "deepseek-v3.2": "plan</think>answer\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls><｜end▁of▁sentence｜>",
+        "llama3": "answer<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": 1}}<|eom_id|>",
+        "qwen3-coder": "answer\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call><|im_end|>",
     }
+    assert set(texts) == set(families), "a family's text for this test is missing"
     for name, (tokenizer, prof) in families.items():
         ids = tokenizer.encode(texts[name])
         _check_same(ids, prof, tokenizer)

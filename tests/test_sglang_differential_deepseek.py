@@ -24,8 +24,8 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_modules
-from sglang_support.deepseek_v31_outputs import MULTILINE_ARGS, random_v31, v31_call, v31_ids
-from sglang_support.family_outputs import CJK, CODE, EMOJI, NAMES
+from pipeline.cases.deepseek_v31_outputs import MULTILINE_ARGS, random_v31, v31_call, v31_ids
+from pipeline.cases.family_outputs import CJK, CODE, EMOJI, NAMES
 from vllm_support.schemas import random_arguments, random_request
 
 reasoning_parser, deepseekv31, protocol = import_sglang_modules(

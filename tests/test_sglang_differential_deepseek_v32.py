@@ -22,8 +22,8 @@ from pipeline.core.reconstruct import reconstruct_output_ids
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_modules
-from sglang_support.deepseek_v32_outputs import invoke, random_invoke, random_v32, v32_ids
-from sglang_support.family_outputs import CJK, CODE, NAMES
+from pipeline.cases.deepseek_v32_outputs import invoke, random_invoke, random_v32, v32_ids
+from pipeline.cases.family_outputs import CJK, CODE, NAMES
 from test_sglang_differential_deepseek import _same_but_ids
 from vllm_support.schemas import random_request, random_tools
 

@@ -26,7 +26,7 @@ from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.views import api_view
 from sglang_support import import_sglang_modules
-from sglang_support import llama_coder_outputs as lo
+from pipeline.cases import llama_coder_outputs as lo
 from vllm_support.schemas import random_request
 
 llama32, qwen3_coder, protocol = import_sglang_modules(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from sglang_support import llama_coder_outputs as lo
+from pipeline.cases import llama_coder_outputs as lo
 
 from .cases import RANDOM, Group, _group, add_schema_cases
 

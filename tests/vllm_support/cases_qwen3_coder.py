@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from sglang_support import llama_coder_outputs as lo
+from pipeline.cases import llama_coder_outputs as lo
 
 from .cases import RANDOM, SCHEMA, TOOL_NAMES, Group, _group
 from .schemas import random_request

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import random
 
-from sglang_support import deepseek_v31_outputs as do
+from pipeline.cases import deepseek_v31_outputs as do
 
 from .cases import RANDOM, Group, _group, _texts, add_schema_cases
 
@@ -54,7 +54,7 @@ def deepseek_v31(thinking: bool) -> Group:
 
 def deepseek_v32(thinking: bool) -> Group:
     from pipeline.core.dsv32_prompts import dsv32_prompt_text
-    from sglang_support import deepseek_v32_outputs as vo
+    from pipeline.cases import deepseek_v32_outputs as vo
 
     prompt = dsv32_prompt_text([{"role": "user", "content": "hi"}], None, {"thinking": thinking})
     g = _group("deepseek-v3.2", "deepseek-v3.1", prompt, chat_template_kwargs={"thinking": thinking})
