@@ -16,7 +16,8 @@ def _chat_template_overlay() -> None:
     (deepseek-v3.1/chat_template.xinference.jinja: the copy that renders tools, as vLLM's example template does):
     offer it as that folder's template through $TOKFIDELITY_CHAT_TEMPLATES (pipeline.core.render), with the
     bos and eos tokens of the model's tokenizer_config.json. Built in .tokfidelity/ (never committed)."""
-    source = _shared / "deepseek-v3.1" / "chat_template.xinference.jinja"
+    tokenizers = os.environ.get("TOKFIDELITY_TOKENIZERS", "").split(os.pathsep)[0]
+    source = Path(tokenizers or _shared) / "deepseek-v3.1" / "chat_template.xinference.jinja"
     if os.environ.get("TOKFIDELITY_CHAT_TEMPLATES") or not source.is_file():
         return
     root = Path(__file__).resolve().parent / ".tokfidelity" / "chat-templates"
