@@ -81,7 +81,7 @@ def test_every_shipped_conversation_renders_as_render_jinja_template(dataset, pa
             assert ours == theirs, f"{dataset}/{sample['id']}"
         assert isinstance(ours, str), f"{dataset}/{sample['id']}: {ours}"
         checked += 1
-    assert checked >= 50, checked
+    assert checked >= 40, checked
 
 
 TEMPLATE = (

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..dsv32_prompts import DSML, dsml_arguments
-from ..layout import CONTENT, MARKER, REASONING, STOP, TOOL_ARGUMENTS, TRAILING, OutputLayout, Span, ToolCallSpans
+from ..output_spans import CONTENT, MARKER, REASONING, STOP, TOOL_ARGUMENTS, TRAILING, OutputLayout, Span, ToolCallSpans
 
 if TYPE_CHECKING:
     from ..tokenizer import Tokenizer

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..layout import CONTENT, MARKER, STOP, TOOL_ARGUMENTS, TOOL_CALL_ID, TRAILING, OutputLayout, Span, ToolCallSpans
+from ..output_spans import CONTENT, MARKER, STOP, TOOL_ARGUMENTS, TOOL_CALL_ID, TRAILING, OutputLayout, Span, ToolCallSpans
 
 __all__ = ["bind", "reconstruct", "split", "BUILTIN_TOOLS"]
 
