@@ -114,6 +114,16 @@ def test_closed_record_says_why(dataset, tmp_path):
     assert "failed: 3 test(s) failed" in status.message
 
 
+def test_closed_record_says_to_rerun_with_the_runs_own_options(dataset, tmp_path):
+    args = ["golden/G1_demo/samples.jsonl::a", "--tokfidelity-dataset=G1", "--tokfidelity-tokenizer", "/models/kimi",
+            "--tokfidelity-reconstruct=my_pipeline:rebuild", "-x"]
+    gate.write_closed_record("G1_demo", state_dir=tmp_path / "state", reason="1 test(s) failed", pytest_args=args)
+    step = check(dataset, tmp_path / "state").next_step
+    assert step.endswith(f"--tokfidelity-state-dir={tmp_path / 'state'} --tokfidelity-tokenizer /models/kimi "
+                         "--tokfidelity-reconstruct=my_pipeline:rebuild`"), step
+    assert "::a" not in step and " -x" not in step and step.count("--tokfidelity-dataset") == 1
+
+
 def test_ambiguous_name_is_closed(dataset, tmp_path):
     write_dataset(dataset.parent / "G1_other", json.loads((dataset / "manifest.json").read_text()), [])
     status = check(dataset, tmp_path / "state")

@@ -16,6 +16,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,12 +305,28 @@ def _tokenizer_problem(spec: str, record: Mapping[str, Any], command: str) -> tu
     return None
 
 
+def _recorded_command(record: Mapping[str, Any], command: str) -> str:
+    """``command`` with the other ``--tokfidelity-*`` options the recorded run had (its tokenizer, view, own
+    reconstruction: what the same run needs again); the run's node ids and pytest's own options left out."""
+    args = record.get("pytest_args")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return command
+    kept: list[str] = []
+    for i, arg in enumerate(args):
+        if arg.startswith("--tokfidelity-") and f" {arg.split('=')[0]}=" not in f" {command}":
+            kept.append(arg)
+            if "=" not in arg and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                kept.append(args[i + 1])
+    return " ".join([command, *(shlex.quote(a) for a in kept)])
+
+
 def _record_problems(record: Mapping[str, Any], where: Path, command: str) -> tuple[str, str] | None:
     """(why a record cannot open the gate by its status, format or shape, what to do), or None."""
     rerun = f"run `{command}`"
     if record.get("status") == "unreadable":
         return f"the record is unreadable ({record['reason']})", rerun
     if record.get("status") != "open":
+        rerun = f"run `{_recorded_command(record, command)}`"
         fix = record.get("next")
         step = f"{fix}; then {rerun}" if isinstance(fix, str) and fix else rerun
         return f"the last run ({record.get('time', '?')}) failed: {record.get('reason', 'no reason recorded')}", step
