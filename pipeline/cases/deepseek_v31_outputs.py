@@ -8,6 +8,7 @@ import json
 import random
 from collections.abc import Sequence
 
+from . import CaseGenerator
 from .family_outputs import NAMES, _ids, _text
 from .kimi_outputs import ARGUMENTS, TEXTS
 
@@ -67,4 +68,14 @@ def random_v31(tokenizer, profile, rng: random.Random) -> tuple[list[int], str, 
     return ids, "stop", thinking
 
 
-__all__ = ["v31_call", "v31_ids", "random_v31", "MULTILINE_ARGS"]
+def write_v31(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``reasoning``: None for thinking off, ``content``, ``calls``: (name, arguments text) pairs) as
+    DeepSeek-V3.1 writes it. Quirk keys write something else: ``content_ids``, ``between``, ``after_calls``."""
+    return v31_ids(tokenizer, profile, turn.get("reasoning"), turn.get("content_ids") or turn.get("content") or "",
+                   list(turn.get("calls", ())), between=turn.get("between", ""), after_calls=turn.get("after_calls", ""),
+                   stop=stop)
+
+
+CASES = CaseGenerator(write=write_v31, random_output=random_v31)
+
+__all__ = ["CASES", "write_v31", "v31_call", "v31_ids", "random_v31", "MULTILINE_ARGS"]
