@@ -16,7 +16,7 @@
   (``parse_base_json``). Arguments that are not JSON make SGLang return the whole text as content, no calls.
   serving_chat runs the tool parser only when the request declares tools and ``tool_choice`` is not ``none``.
 
-``tests/test_sglang_differential_deepseek.py`` runs sglang's own detectors on the same ids.
+``tests/test_sglang_differential_families.py`` and ``test_sglang_differential_requests.py`` run sglang's own detectors on the same ids.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ names. The arguments are ``json.dumps(..., ensure_ascii=False)``; the content is
 first ``<tool_call>`` (or ``<function=``), unstripped, "" when that is at the start. Any exception returns
 the whole text as content, no calls.
 
-``tests/test_sglang_differential_families.py`` runs sglang's own detector on the same ids.
+``tests/test_sglang_differential_families.py`` and ``test_sglang_differential_requests.py`` run sglang's own detector on the same ids.
 """
 
 from __future__ import annotations
