@@ -174,7 +174,10 @@ def random_qwen3_coder(tokenizer, profile, rng: random.Random) -> tuple[list[int
 def write_llama3(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
     """A turn (``content``, ``calls``: (name, arguments text) pairs; no reasoning) as Llama 3.1 writes it: the
     calls as JSON ``{"name": ..., "parameters": ...}`` joined ``between`` (default ``; ``), after
-    ``{content}<|python_tag|>`` when there is content, then ``<|eot_id|>``."""
+    ``{content}<|python_tag|>`` when there is content, then ``<|eot_id|>``; with ``builtin`` true the content is a
+    builtin tool's call, written ``<|python_tag|>{content}<|eom_id|>``."""
+    if turn.get("builtin"):  # the content is a builtin tool's call: <|python_tag|>NAME.call(...)<|eom_id|>
+        return llama3_ids(tokenizer, profile, "", [turn["content"]], tag=True, stop="stop.2" if stop else None)
     calls = [llama_call(name, args) for name, args in turn.get("calls", ())]
     return llama3_ids(tokenizer, profile, turn.get("content") or "", calls, sep=turn.get("between", "; "),
                       stop="stop" if stop else None)
