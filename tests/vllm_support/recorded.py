@@ -59,8 +59,7 @@ def read_release(path: Path) -> dict:
 
 
 def releases(folder: Path = RECORDED) -> list[Path]:
-    """Every recording file under ``folder``, its sub-folders included (groups recorded apart, as the
-    DeepSeek-V3.1/V3.2, Llama 3 and Qwen3-Coder groups first were)."""
+    """Every recording file under ``folder``, its sub-folders included (a release's groups may be recorded apart)."""
     return sorted(folder.rglob("*.json.gz"))
 
 
