@@ -17,6 +17,14 @@ V31_LITERALS = ("a literal <｜tool▁calls▁begin｜> in prose", "the literal 
 MULTILINE_ARGS = ('{\n  "q": 1,\n  "s": "two\\nlines"\n}', '{"code": "def f():\\n    return 1"}')
 
 
+def think_block(profile, reasoning: str | None, close_think: bool = True) -> list:
+    """The pieces DeepSeek-V3.1 and V3.2 open their output with: ``{reasoning}</think>`` (the prompt opened the
+    block), nothing with thinking off (``reasoning`` None), no ``</think>`` when ``close_think`` is false (a cut)."""
+    if reasoning is None:
+        return []
+    return [reasoning, profile.ids["think_end"]] if close_think else [reasoning]
+
+
 def v31_call(name: str, arguments) -> tuple[str, str]:
     """(name, arguments text): ``arguments`` as the model writes JSON (``json.dumps`` spacing) or a raw text."""
     return name, arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
@@ -30,12 +38,7 @@ def v31_ids(
     ``<｜tool▁calls▁begin｜>``, each (name, arguments) as ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>``
     with ``between`` between calls, ``<｜tool▁calls▁end｜>``, ``after_calls``, ``<｜end▁of▁sentence｜>``."""
     m = profile.ids
-    pieces: list = []
-    if reasoning is not None:
-        pieces.append(reasoning)
-        if close_think:
-            pieces.append(m["think_end"])
-    pieces.append(content)
+    pieces: list = [*think_block(profile, reasoning, close_think), content]
     if calls:
         pieces.append(m["tool_calls_begin"])
         for i, (name, args) in enumerate(calls):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pipeline.core.dsv32_prompts import DSML, dsml_arguments
 
 from . import CaseGenerator
+from .deepseek_v31_outputs import think_block
 from .family_outputs import NAMES, _ids, _text
 from .kimi_outputs import TEXTS
 
@@ -39,12 +40,7 @@ def v32_ids(tokenizer, profile, reasoning: str | None = None, content: str = "",
     ``<｜DSML｜function_calls>`` block of these invoke texts (``between`` between two), ``after``,
     ``<｜end▁of▁sentence｜>``."""
     m = profile.ids
-    pieces: list = []
-    if reasoning is not None:
-        pieces.append(reasoning)
-        if close_think:
-            pieces.append(m["think_end"])
-    pieces.append(content)
+    pieces: list = [*think_block(profile, reasoning, close_think), content]
     if invokes:
         pieces.append(f"{gap}<{DSML}function_calls>\n" + between.join(invokes) + (f"\n</{DSML}function_calls>" if block_end else ""))
     pieces.append(after)

@@ -15,7 +15,7 @@ import json
 import random
 
 from . import CaseGenerator
-from .family_outputs import ARGUMENTS, CJK, CODE, EMOJI
+from .family_outputs import ARGUMENTS, CJK, CODE, EMOJI, _ids
 
 __all__ = ["LLAMA3", "QWEN3_CODER", "llama3_ids", "llama_call", "random_llama3", "write_llama3",
            "coder_ids", "coder_call", "random_qwen3_coder", "write_qwen3_coder", "NAMES", "TEXTS", "VALUES"]
@@ -25,19 +25,7 @@ TEXTS = ("", "Sure.", "Let me check.", "I'll call the tool.\n", " ", "\n", CJK, 
          "x = {'a': 1}", CODE[:80], 'literal <|python_tag|> text', "a <tool_call> tag", "see </parameter> there")
 
 
-def enc_pieces(tokenizer, pieces) -> list[int]:
-    """Marker ids (ints) and text runs (str, encoded as ordinary tokens), in order."""
-    out: list[int] = []
-    text = ""
-    for piece in pieces:
-        if isinstance(piece, str):
-            text += piece
-            continue
-        if text:
-            out += tokenizer.encode_ordinary(text)
-            text = ""
-        out.append(piece)
-    return out + (tokenizer.encode_ordinary(text) if text else [])
+enc_pieces = _ids  # marker ids (ints) and text runs (str, encoded as ordinary tokens), in order
 
 
 def llama_call(name: str, arguments, key: str = "parameters") -> str:

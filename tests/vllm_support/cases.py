@@ -115,6 +115,18 @@ def _texts(rng: random.Random) -> tuple[str, str]:
     pool = ("", "Let me check.", " ", "\n", "I'll call the tool.\n", "中文 ok")
     return rng.choice(pool), rng.choice(pool)
 
+
+def case_writer(g: Group, reasoning: str | None = None):
+    """A schema case's output, written by the family's case generator (``Family.cases``): ``reasoning`` (None:
+    thinking off, or a family without reasoning), a drawn content, the calls."""
+    write = family_of(g.family).case_generator().write
+
+    def written(calls, rng):
+        _, content = _texts(rng)
+        return write(g.tokenizer, g.profile, {"reasoning": reasoning, "content": content, "calls": calls})
+
+    return written
+
 def _group(profile_name: str, folder: str, prompt: str, **kwargs) -> Group:
     tokenizer = load_tokenizer(folder)
     profile = bind_profile(profile_name, tokenizer)
@@ -193,11 +205,7 @@ def qwen3(thinking: bool) -> Group:
     })
     add_random(g, 2112503 + thinking, thinking)
 
-    def write(calls, rng):
-        _, content = _texts(rng)
-        return fo.qwen3_ids(t, p, r, content, [fo.qwen3_call(name, args) for name, args in calls])
-
-    add_schema_cases(g, random.Random(3312503 + thinking), write)
+    add_schema_cases(g, random.Random(3312503 + thinking), case_writer(g, r))
     return g
 
 
@@ -236,11 +244,7 @@ def deepseek_v3() -> Group:
     })
     add_random(g, 2112504)
 
-    def write(calls, rng):
-        _, content = _texts(rng)
-        return fo.deepseek_ids(t, p, content, [fo.deepseek_call(name, args) for name, args in calls])
-
-    add_schema_cases(g, random.Random(3312504), write)
+    add_schema_cases(g, random.Random(3312504), case_writer(g))
     return g
 
 
@@ -324,11 +328,7 @@ def deepseek_v31(thinking: bool) -> Group:
     })
     add_random(g, 2113100 + thinking, thinking)
 
-    def write(calls, rng):
-        _, content = _texts(rng)
-        return d31.v31_ids(t, p, r, content, [d31.v31_call(name, args) for name, args in calls])
-
-    add_schema_cases(g, random.Random(3313100 + thinking), write)
+    add_schema_cases(g, random.Random(3313100 + thinking), case_writer(g, r))
     return g
 
 
