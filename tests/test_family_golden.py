@@ -52,6 +52,17 @@ def test_family_sets_rebuild_byte_for_byte(tmp_path):
             assert (tmp_path / name / file).read_bytes() == (GOLDEN / name / file).read_bytes(), f"{name}/{file}"
 
 
+def test_deepseek_v31_and_v32_sets_rebuild_byte_for_byte(tmp_path):
+    """D31_glaive and D32_glaive, written through the families' case generators (scripts/make_deepseek_golden.py)."""
+    spec = importlib.util.spec_from_file_location("make_deepseek_golden", ROOT / "scripts" / "make_deepseek_golden.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--out", str(tmp_path)]) == 0
+    for name in ("D31_glaive", "D32_glaive"):
+        for file in ("manifest.json", "samples.jsonl"):
+            assert (tmp_path / name / file).read_bytes() == (GOLDEN / name / file).read_bytes(), f"{name}/{file}"
+
+
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_family_set_holds_what_it_should(name):
     manifest = load_manifest(GOLDEN / name)
