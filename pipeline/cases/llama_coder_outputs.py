@@ -1,4 +1,6 @@
-"""Llama 3.x and Qwen3-Coder output ids, written as each model writes them, for the differential tests.
+"""Llama 3.x and Qwen3-Coder output ids, written as each model writes them: the families' case generators
+(``LLAMA3``, ``QWEN3_CODER``), used by the golden scripts (``scripts/make_llama_golden.py``,
+``make_coder_golden.py``) and the differential tests.
 
 Text runs are encoded as ordinary tokens and markers inserted as the profiles' ids, so the tests can
 put marker text where a model would write it as plain text (the parsers read the decoded text). The
