@@ -4,7 +4,7 @@
 CONSTRUCTED, not captured, like Q1/D1 (scripts/make_family_golden.py): turns composed with a fixed seed
 from the hand-written pieces of scripts/kimi_golden/ (B1's tool-calling scenarios with their typed tools,
 B3's coding tasks, answers after a tool result) and laid out as Qwen3-Coder writes its output
-(pipeline/core/families/qwen3_coder_layout.py: <tool_call> blocks of <function=NAME> with one
+(the family's case generator, pipeline/cases/llama_coder_outputs.py: <tool_call> blocks of <function=NAME> with one
 <parameter=KEY> per argument, values as the chat template writes them), with Qwen3's tokenizer (the
 qwen3-coder folder: its own template and config, Qwen3's vocabulary). Prompt ids come from the model's
 chat_template.jinja (the newer template: transformers prefers that file over tokenizer_config.json's
@@ -29,10 +29,9 @@ for p in (ROOT, ROOT / "scripts"):
 
 from kimi_golden import b1_glaive, b3_magicoder  # noqa: E402
 from make_kimi_golden import known_divergence_rate  # noqa: E402
-from pipeline.core.families.qwen3_coder_layout import call_text  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile  # noqa: E402
-from pipeline.core.reconstruct import reconstruct_output_ids  # noqa: E402
+from pipeline.cases.llama_coder_outputs import QWEN3_CODER, coder_call, coder_params  # noqa: E402
 from pipeline.core.render import render_prompt  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
 
@@ -84,10 +83,10 @@ def quirk(n: int, response: dict, tokenizer, profile, typed: int):
     if calls and n in (typed, 9):
         name, args = calls[0]["function"]["name"], json.loads(calls[0]["function"]["arguments"])
         if n == typed:  # an integer written with a leading zero: both engines int() it
-            body = call_text(name, json.dumps({**args, "days": "05"}))
+            body = coder_call(name, coder_params(json.dumps({**args, "days": "05"})))
             return (_ids(tokenizer, m["tool_call_begin"], body, m["tool_call_end"], m["stop"]), "stop",
                     "tool-args-json: an integer parameter written 05; both engines convert it by the schema to 5")
-        body = call_text(name, json.dumps(args, ensure_ascii=False))
+        body = coder_call(name, coder_params(json.dumps(args, ensure_ascii=False)))
         return (_ids(tokenizer, "Calling it now.", m["tool_call_begin"], body, m["tool_call_end"], m["stop"]), "stop",
                 "whitespace: content right before <tool_call> with no newline; the view's content has none to rebuild")
     if n == 35:
@@ -105,7 +104,9 @@ def build() -> list[dict]:
     typed = next(n for n, t in enumerate(made) if (t["response"].get("tool_calls") or [{}])[0].get("function", {}).get("name") == "get_weather")
     for n, t in enumerate(made):
         response = {"reasoning": None, "finish_reason": "stop", "tool_calls": None, **t["response"]}
-        ids = reconstruct_output_ids(response, profile, tokenizer)
+        calls = [(c["function"]["name"], c["function"]["arguments"]) for c in response["tool_calls"] or ()]
+        turn = {"content": response["content"], "calls": calls, "builtin": bool(t.get("kwargs"))}
+        ids = QWEN3_CODER.write(tokenizer, profile, turn)  # the family's case generator: the model's layout
         finish = {"type": "stop", "matched": ids[-1]}
         if n % 7 == 3 and not response.get("tool_calls"):  # a length cut inside the text
             ids = ids[: max(1, len(ids) * 2 // 3)]

@@ -31,7 +31,8 @@ import conftest  # noqa: E402,F401 - the tests' set-up: tokenizers root and Deep
 from kimi_golden import b1_glaive  # noqa: E402
 from make_family_golden import answer_turns, coding_turns, tool_turns  # noqa: E402
 from make_kimi_golden import _pick_quirk_targets, known_divergence_rate  # noqa: E402
-from pipeline.core.dsv32_prompts import DSML, dsml_arguments, dsv32_prompt_ids  # noqa: E402
+from pipeline.core.dsv32_prompts import dsml_arguments, dsv32_prompt_ids  # noqa: E402
+from pipeline.core.families import family_of  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile, get_profile_spec  # noqa: E402
 from pipeline.core.render import render_prompt  # noqa: E402
@@ -42,43 +43,15 @@ TOKENIZER = "deepseek-ai/DeepSeek-V3.1"
 
 
 class Writer:
-    """One family's output, written out as the model writes it (not through reconstruction)."""
+    """One family's output, written out as the model writes it (not through reconstruction): the family's case
+    generator (``pipeline.cases.deepseek_v31_outputs`` / ``deepseek_v32_outputs``), the one writer of its layout."""
 
     def __init__(self, family: str, tokenizer, profile):
         self.family, self.tok, self.profile, self.m = family, tokenizer, profile, profile.ids
-
-    def ids(self, pieces) -> list[int]:
-        out, text = [], ""
-        for piece in pieces:
-            if isinstance(piece, str):
-                text += piece
-                continue
-            out += self.tok.encode_ordinary(text) if text else []
-            text = ""
-            out += piece if isinstance(piece, list) else [piece]
-        return out + (self.tok.encode_ordinary(text) if text else [])
+        self.cases = family_of(family).case_generator()
 
     def output_ids(self, t: dict, stop: bool = True) -> list[int]:
-        m = self.m
-        pieces: list = []
-        if t["reasoning"] is not None:
-            pieces += [t["reasoning"], m["think_end"]]
-        pieces.append(t.get("content_ids") or t["content"])
-        calls = t["calls"]
-        if calls and self.family == "deepseek-v3.1":
-            pieces.append(m["tool_calls_begin"])
-            for i, (name, args) in enumerate(calls):
-                pieces += [t.get("between", "")] if i else []
-                pieces += [m["tool_call_begin"], name, m["tool_sep"], args, m["tool_call_end"]]
-            pieces.append(m["tool_calls_end"])
-        elif calls:
-            invokes = [f'<{DSML}invoke name="{name}">\n{t.get("params", dsml_arguments)(json.loads(args))}\n</{DSML}invoke>'
-                       for name, args in calls]
-            pieces.append(f"\n\n<{DSML}function_calls>\n" + t.get("between", "\n").join(invokes) + f"\n</{DSML}function_calls>")
-        pieces.append(t.get("after_calls", ""))
-        if stop:
-            pieces.append(m["stop"])
-        return self.ids(pieces)
+        return self.cases.write(self.tok, self.profile, t, stop=stop)
 
     def prompt_ids(self, messages, tools, kwargs) -> list[int]:
         if self.family == "deepseek-v3.2":

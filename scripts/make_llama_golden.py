@@ -4,7 +4,7 @@
 CONSTRUCTED, not captured, like Q1/D1 (scripts/make_family_golden.py): turns composed with a fixed seed
 from the hand-written pieces of scripts/kimi_golden/ (B1's tool-calling scenarios with their typed
 tools, B3's coding tasks, answers after a tool result) and laid out as Llama 3.1 writes its output
-(pipeline/core/families/llama3_layout.py: a JSON call {"name": ..., "parameters": ...} as the whole
+(the family's case generator, pipeline/cases/llama_coder_outputs.py: a JSON call {"name": ..., "parameters": ...} as the whole
 output, builtin calls <|python_tag|>NAME.call(...)<|eom_id|>), with the real tokenizer. Prompt ids come
 from the model's own chat template (llama-3.1/chat_template.jinja, the 3.1/3.3 template) rendered as
 transformers renders it. Every sample is one both engines' views (sglang, vllm) give back exactly.
@@ -29,7 +29,7 @@ from kimi_golden import b1_glaive, b3_magicoder  # noqa: E402
 from make_kimi_golden import known_divergence_rate  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile  # noqa: E402
-from pipeline.core.reconstruct import reconstruct_output_ids  # noqa: E402
+from pipeline.cases.llama_coder_outputs import LLAMA3  # noqa: E402
 from pipeline.core.render import render_prompt  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
 
@@ -100,7 +100,9 @@ def build() -> list[dict]:
     samples = []
     for n, t in enumerate(turns(rng)):
         response = {"reasoning": None, "finish_reason": "stop", "tool_calls": None, **t["response"]}
-        ids = reconstruct_output_ids(response, profile, tokenizer)
+        calls = [(c["function"]["name"], c["function"]["arguments"]) for c in response["tool_calls"] or ()]
+        turn = {"content": response["content"], "calls": calls, "builtin": bool(t.get("kwargs"))}
+        ids = LLAMA3.write(tokenizer, profile, turn)  # the family's case generator: the model's layout
         finish = {"type": "stop", "matched": ids[-1]}
         if n % 7 == 3 and not response.get("tool_calls"):  # a length cut inside the text
             ids = ids[: max(1, len(ids) * 2 // 3)]

@@ -10,13 +10,15 @@ must give the recorded response field by field (random call ids compared by shap
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pipeline.core.engines.view import VLLM_OLDER, VLLM_VERSION
 from pipeline.core.engines.view import release as release_numbers
 from pipeline.core.views import api_choice, api_view
 from test_vllm_differential import comparable
-from vllm_support.recorded import case_digest, group_key, read_release, releases
+from vllm_support.recorded import case_digest, group_key, recorded_releases
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +30,7 @@ def groups():
 
 @pytest.fixture(scope="module")
 def recorded():
-    return {(doc["engine"], doc["version"]): doc for doc in map(read_release, releases())}
+    return recorded_releases()
 
 
 def test_every_vllm_release_a_view_stands_for_is_recorded(recorded):
@@ -116,3 +118,63 @@ def test_records_name_the_release_a_view_stands_for():
                           by_view={"vllm": counts, "vllm-0.32": counts, "sglang": counts})
     assert {v: e.get("engine") for v, e in entry["by_view"].items()} == {
         "vllm": f"vllm {VLLM_VERSION}", "vllm-0.32": "vllm 0.32.0", "sglang": "sglang 0.5.23"}
+
+
+def _responses(recorded, version: str, key: str) -> dict:
+    return {name: entry["response"] for name, entry in recorded[("vllm", version)]["groups"][key].items()}
+
+
+def test_the_deepseek_named_cases_reach_their_behaviours(recorded):
+    """What vLLM's own code returned for the named DeepSeek-V3.1 / V3.2 cases: the behaviours the views restate; and
+    0.32 -> 0.33, a V3.1 call whose arguments span lines is extracted (0.32 lost it)."""
+    v31 = _responses(recorded, VLLM_VERSION, 'deepseek-v3.1 {"thinking": false}')
+    v32 = _responses(recorded, VLLM_VERSION, 'deepseek-v3.2 {"thinking": true}')
+    args = lambda group, name, i=0: json.loads(group[name]["tool_calls"][i]["function"]["arguments"])  # noqa: E731
+    assert v31["args-verbatim"]["tool_calls"][0]["function"]["arguments"] == '{"q":1,"n":[1,2],"f":1e3}'
+    assert v31["content-unstripped"]["content"] == "  I will check.\n"
+    assert v31["args-not-json-verbatim"]["tool_calls"][0]["function"]["arguments"] == "not json"
+    assert v32["content-keeps-blank-line"]["content"] == "Let me check.\n\n"
+    assert args(v32, "string-values-unstripped") == {"s": "  padded \n", "m": "two\nlines"}
+    assert args(v32, "typed-params") == {"n": 5.0, "b": True, "l": [1, 2], "o": {"k": None}, "big": 2**64}
+    assert args(v32, "no-string-attribute") == {"x": 5}
+    assert args(v32, "json-body") == {}  # a JSON body is no DSML parameter
+    assert args(v32, "wrapped-arguments") == {"arguments": {"q": 1}}  # no schema declared: left wrapped
+    assert v32["bare-invoke"]["content"] == "c\n\n" and v32["bare-invoke"]["tool_calls"]
+    assert len(v32["length-cut-in-call"]["tool_calls"]) == 2  # the unclosed invoke still is a call
+    key = 'deepseek-v3.1 {"thinking": true}'
+    lost = _responses(recorded, VLLM_OLDER[0], key)["multi-line-args"]
+    found = _responses(recorded, VLLM_VERSION, key)["multi-line-args"]
+    assert lost["tool_calls"] == [] or lost["tool_calls"] is None
+    assert found["tool_calls"][0]["function"]["name"] == "get"
+
+
+def test_the_llama3_behaviours_are_what_vllm_does(recorded):
+    """What the llama3_json parser does, seen in both releases' own output."""
+    for version in (VLLM_VERSION, *VLLM_OLDER):
+        r = _responses(recorded, version, "llama3 {}")
+        assert r["json-call"]["content"] is None and r["json-call"]["tool_calls"][0]["function"]["arguments"] == '{"q": "München"}'
+        assert r["compact-args-reserialised"]["tool_calls"][0]["function"]["arguments"] == '{"q": 1, "n": [1, 2]}'
+        assert r["content-tag-call-content-dropped"]["content"] is None  # the text before the call is lost
+        assert r["builtin-call-tag-skipped"]["content"] == 'brave_search.call(query="x")'
+        assert r["brace-text-not-json"]["content"] == "Use {braces} here." and r["brace-text-not-json"]["tool_calls"] is None
+        assert r["missing-name"]["tool_calls"] is None
+    old = _responses(recorded, VLLM_OLDER[0], "llama3 {}")["cut-after-call"]
+    new = _responses(recorded, VLLM_VERSION, "llama3 {}")["cut-after-call"]
+    assert (old["finish_reason"], new["finish_reason"]) == ("tool_calls", "length")
+
+
+def test_the_qwen3_coder_behaviours_are_what_vllm_does(recorded):
+    """What the qwen3_coder parser does, seen in both releases' own output: values converted by the schema."""
+    for version in (VLLM_VERSION, *VLLM_OLDER):
+        r = _responses(recorded, version, "qwen3-coder {}")
+        args = lambda name: r[name]["tool_calls"][0]["function"]["arguments"]  # noqa: E731
+        assert args("one-call") == '{"q": "Oslo"}' and r["content-stripped"]["content"] == "Let me check."
+        assert args("number-integral") == '{"n": 5}' and args("number-exponent") == '{"n": 1000}'
+        assert args("integer-as-float") == '{"i": 5.0}' and args("boolean-capitalised") == '{"b": true}'
+        assert args("nullable-null") == '{"o": null}' and args("array") == '{"a": [1, 2.0]}' and args("string-stays") == '{"s": "5"}'
+        assert len(r["text-between-dropped"]["tool_calls"]) == 2 and r["text-between-dropped"]["content"] is None
+        assert r["literal-think-end"]["content"] == "Write </think> here."
+        assert r["tool-choice-none"]["tool_calls"] is None and r["no-tools"]["tool_calls"] is None
+    above = {v: _responses(recorded, v, "qwen3-coder {}")["number-above-2-53"] for v in (VLLM_VERSION, *VLLM_OLDER)}
+    assert above[VLLM_VERSION]["tool_calls"][0]["function"]["arguments"] == '{"n": 9007199254740993}'  # int() first
+    assert above[VLLM_OLDER[0]]["tool_calls"][0]["function"]["arguments"] == '{"n": 9007199254740992}'

@@ -8,12 +8,21 @@ import json
 import random
 from collections.abc import Sequence
 
+from . import CaseGenerator
 from .family_outputs import NAMES, _ids, _text
 from .kimi_outputs import ARGUMENTS, TEXTS
 
 V31_LITERALS = ("a literal <｜tool▁calls▁begin｜> in prose", "the literal </think> tag", "a <think> mention",
                 "a literal <tool_call> (Qwen's)", "multi\nline\n  text")
 MULTILINE_ARGS = ('{\n  "q": 1,\n  "s": "two\\nlines"\n}', '{"code": "def f():\\n    return 1"}')
+
+
+def think_block(profile, reasoning: str | None, close_think: bool = True) -> list:
+    """The pieces DeepSeek-V3.1 and V3.2 open their output with: ``{reasoning}</think>`` (the prompt opened the
+    block), nothing with thinking off (``reasoning`` None), no ``</think>`` when ``close_think`` is false (a cut)."""
+    if reasoning is None:
+        return []
+    return [reasoning, profile.ids["think_end"]] if close_think else [reasoning]
 
 
 def v31_call(name: str, arguments) -> tuple[str, str]:
@@ -29,12 +38,7 @@ def v31_ids(
     ``<｜tool▁calls▁begin｜>``, each (name, arguments) as ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>``
     with ``between`` between calls, ``<｜tool▁calls▁end｜>``, ``after_calls``, ``<｜end▁of▁sentence｜>``."""
     m = profile.ids
-    pieces: list = []
-    if reasoning is not None:
-        pieces.append(reasoning)
-        if close_think:
-            pieces.append(m["think_end"])
-    pieces.append(content)
+    pieces: list = [*think_block(profile, reasoning, close_think), content]
     if calls:
         pieces.append(m["tool_calls_begin"])
         for i, (name, args) in enumerate(calls):
@@ -67,4 +71,14 @@ def random_v31(tokenizer, profile, rng: random.Random) -> tuple[list[int], str, 
     return ids, "stop", thinking
 
 
-__all__ = ["v31_call", "v31_ids", "random_v31", "MULTILINE_ARGS"]
+def write_v31(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``reasoning``: None for thinking off, ``content``, ``calls``: (name, arguments text) pairs) as
+    DeepSeek-V3.1 writes it. Quirk keys write something else: ``content_ids``, ``between``, ``after_calls``."""
+    return v31_ids(tokenizer, profile, turn.get("reasoning"), turn.get("content_ids") or turn.get("content") or "",
+                   list(turn.get("calls", ())), between=turn.get("between", ""), after_calls=turn.get("after_calls", ""),
+                   stop=stop)
+
+
+CASES = CaseGenerator(write=write_v31, random_output=random_v31)
+
+__all__ = ["CASES", "write_v31", "v31_call", "v31_ids", "random_v31", "MULTILINE_ARGS"]

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 from pipeline.core.dsv32_prompts import DSML, dsml_arguments
 
+from . import CaseGenerator
+from .deepseek_v31_outputs import think_block
 from .family_outputs import NAMES, _ids, _text
 from .kimi_outputs import TEXTS
 
@@ -32,18 +34,15 @@ def invoke(name: str, arguments, *, form: str = "params") -> str:
 
 
 def v32_ids(tokenizer, profile, reasoning: str | None = None, content: str = "", invokes: Sequence[str] = (), *,
-            close_think: bool = True, gap: str = "\n\n", block_end: bool = True, after: str = "", stop: bool = True) -> list[int]:
+            close_think: bool = True, gap: str = "\n\n", block_end: bool = True, after: str = "", stop: bool = True,
+            between: str = "\n") -> list[int]:
     """DeepSeek-V3.2 output: ``{reasoning}</think>`` (None: thinking off), content, ``gap`` and the
-    ``<｜DSML｜function_calls>`` block of these invoke texts, ``after``, ``<｜end▁of▁sentence｜>``."""
+    ``<｜DSML｜function_calls>`` block of these invoke texts (``between`` between two), ``after``,
+    ``<｜end▁of▁sentence｜>``."""
     m = profile.ids
-    pieces: list = []
-    if reasoning is not None:
-        pieces.append(reasoning)
-        if close_think:
-            pieces.append(m["think_end"])
-    pieces.append(content)
+    pieces: list = [*think_block(profile, reasoning, close_think), content]
     if invokes:
-        pieces.append(f"{gap}<{DSML}function_calls>\n" + "\n".join(invokes) + (f"\n</{DSML}function_calls>" if block_end else ""))
+        pieces.append(f"{gap}<{DSML}function_calls>\n" + between.join(invokes) + (f"\n</{DSML}function_calls>" if block_end else ""))
     pieces.append(after)
     if stop:
         pieces.append(m["stop"])
@@ -79,4 +78,23 @@ def random_v32(tokenizer, profile, rng: random.Random) -> tuple[list[int], str, 
     return ids, "stop", thinking
 
 
-__all__ = ["invoke", "v32_ids", "random_invoke", "random_v32", "VALUES"]
+def write_v32(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``reasoning``: None for thinking off, ``content``, ``calls``: (name, arguments text) pairs) as
+    DeepSeek-V3.2's encoder writes it: each call an invoke of DSML parameters (arguments that are no JSON object
+    written as the invoke's text). Quirk keys: ``content_ids``, ``between``, ``after_calls``, ``params`` (a
+    function writing an arguments object's parameters, instead of the encoder's)."""
+    params = turn.get("params", dsml_arguments)
+    invokes = []
+    for name, args in turn.get("calls", ()):
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            parsed = None
+        invokes.append(invoke(name, None, form=params(parsed) if isinstance(parsed, dict) else args))
+    return v32_ids(tokenizer, profile, turn.get("reasoning"), turn.get("content_ids") or turn.get("content") or "", invokes,
+                   between=turn.get("between", "\n"), after=turn.get("after_calls", ""), stop=stop)
+
+
+CASES = CaseGenerator(write=write_v32, random_output=random_v32)
+
+__all__ = ["CASES", "write_v32", "invoke", "v32_ids", "random_invoke", "random_v32", "VALUES"]

@@ -1,4 +1,6 @@
-"""Llama 3.x and Qwen3-Coder output ids, written as each model writes them, for the differential tests.
+"""Llama 3.x and Qwen3-Coder output ids, written as each model writes them: the families' case generators
+(``LLAMA3``, ``QWEN3_CODER``), used by the golden scripts (``scripts/make_llama_golden.py``,
+``make_coder_golden.py``) and the differential tests.
 
 Text runs are encoded as ordinary tokens and markers inserted as the profiles' ids, so the tests can
 put marker text where a model would write it as plain text (the parsers read the decoded text). The
@@ -14,26 +16,18 @@ from __future__ import annotations
 import json
 import random
 
-from .family_outputs import ARGUMENTS, CJK, CODE, EMOJI
+from . import CaseGenerator
+from .family_outputs import ARGUMENTS, CJK, CODE, EMOJI, _ids
+
+__all__ = ["LLAMA3", "QWEN3_CODER", "llama3_ids", "llama_call", "random_llama3", "write_llama3",
+           "coder_ids", "coder_call", "random_qwen3_coder", "write_qwen3_coder", "NAMES", "TEXTS", "VALUES"]
 
 NAMES = ("get", "read_file", "search_web", "查询", "run-cmd", "get_weather")
 TEXTS = ("", "Sure.", "Let me check.", "I'll call the tool.\n", " ", "\n", CJK, EMOJI, "Use {braces} here.",
          "x = {'a': 1}", CODE[:80], 'literal <|python_tag|> text', "a <tool_call> tag", "see </parameter> there")
 
 
-def enc_pieces(tokenizer, pieces) -> list[int]:
-    """Marker ids (ints) and text runs (str, encoded as ordinary tokens), in order."""
-    out: list[int] = []
-    text = ""
-    for piece in pieces:
-        if isinstance(piece, str):
-            text += piece
-            continue
-        if text:
-            out += tokenizer.encode_ordinary(text)
-            text = ""
-        out.append(piece)
-    return out + (tokenizer.encode_ordinary(text) if text else [])
+enc_pieces = _ids  # marker ids (ints) and text runs (str, encoded as ordinary tokens), in order
 
 
 def llama_call(name: str, arguments, key: str = "parameters") -> str:
@@ -92,10 +86,23 @@ def random_llama3(tokenizer, profile, rng: random.Random) -> tuple[list[int], st
 
 
 def coder_value(value) -> str:
-    """A parameter value as the template writes it (see families/qwen3_coder_layout.value_text)."""
-    from pipeline.core.families.qwen3_coder_layout import value_text
+    """A parameter value as the chat template writes it: a string as it is, an object or array as ``tojson``,
+    anything else as Jinja's ``string`` (``True``, ``5.0``, ``None``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
 
-    return value if isinstance(value, str) else value_text(value)
+
+def coder_params(arguments: str):
+    """A call's arguments text as the model writes its parameters: {key: value text} for a JSON object,
+    else the text itself (a raw body)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return {k: coder_value(v) for k, v in parsed.items()} if isinstance(parsed, dict) else arguments
 
 
 def coder_call(name: str, params) -> str:
@@ -152,3 +159,27 @@ def random_qwen3_coder(tokenizer, profile, rng: random.Random) -> tuple[list[int
     if rng.random() < 0.25 and len(ids) > 1:
         return ids[: rng.randint(1, len(ids) - 1)], "length"
     return ids, "stop"
+
+
+def write_llama3(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``content``, ``calls``: (name, arguments text) pairs; no reasoning) as Llama 3.1 writes it: the
+    calls as JSON ``{"name": ..., "parameters": ...}`` joined ``between`` (default ``; ``), after
+    ``{content}<|python_tag|>`` when there is content, then ``<|eot_id|>``; with ``builtin`` true the content is a
+    builtin tool's call, written ``<|python_tag|>{content}<|eom_id|>``."""
+    if turn.get("builtin"):  # the content is a builtin tool's call: <|python_tag|>NAME.call(...)<|eom_id|>
+        return llama3_ids(tokenizer, profile, "", [turn["content"]], tag=True, stop="stop.2" if stop else None)
+    calls = [llama_call(name, args) for name, args in turn.get("calls", ())]
+    return llama3_ids(tokenizer, profile, turn.get("content") or "", calls, sep=turn.get("between", "; "),
+                      stop="stop" if stop else None)
+
+
+def write_qwen3_coder(tokenizer, profile, turn, *, stop: bool = True) -> list[int]:
+    """A turn (``content``, ``calls``: (name, arguments text) pairs; no reasoning) as Qwen3-Coder writes it:
+    each call a ``<tool_call>`` block of ``<function=NAME>`` with one ``<parameter=KEY>`` per argument (arguments
+    that are no JSON object written as the body's text), ``between`` (default a newline) between calls."""
+    calls = [coder_call(name, coder_params(args)) for name, args in turn.get("calls", ())]
+    return coder_ids(tokenizer, profile, turn.get("content") or "", calls, between=turn.get("between", "\n"), stop=stop)
+
+
+LLAMA3 = CaseGenerator(write=write_llama3, random_output=random_llama3)
+QWEN3_CODER = CaseGenerator(write=write_qwen3_coder, random_output=random_qwen3_coder)

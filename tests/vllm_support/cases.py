@@ -1,9 +1,12 @@
-"""The differential cases for the ``vllm`` views: per family, the behaviours issue 21 names as named
-cases, plus 400 random outputs (markers written as plain text, whitespace around every marker,
-non-ASCII and multi-line arguments, length cuts, several calls), plus 400 random schema-bearing
-requests (``schemas``: typed tool parameters, ``tool_choice`` auto/none/required/named, no tools)
-with calls whose arguments stress them, each with the driver set-up that serves it. Built with the real tokenizers; shared by the vLLM differential test and the test that
-runs every diverging case through diagnosis."""
+"""The differential cases for the ``vllm`` views, for every registered profile with a case generator and a vllm
+view (``GROUPS``, checked against the registry by ``all_groups``): per profile and prompt (thinking on and off
+where the request chooses it), named cases of the engines' behaviours, plus 400 random outputs of the family's
+case generator (markers written as plain text, whitespace around every marker, non-ASCII and multi-line
+arguments, length cuts, several calls), plus 400 random schema-bearing requests (``schemas``: typed tool
+parameters, ``tool_choice`` auto/none/required/named, no tools) with calls whose arguments stress them, each
+with the driver set-up that serves it. Built with the real tokenizers; shared by the vLLM differential test, the
+recorded-release test (``tests/test_engine_releases.py``) and the test that runs every diverging case through
+diagnosis."""
 
 from __future__ import annotations
 
@@ -15,8 +18,12 @@ from pathlib import Path
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.cases import chatml_outputs as co
+from pipeline.cases import deepseek_v31_outputs as d31
+from pipeline.cases import deepseek_v32_outputs as d32
 from pipeline.cases import family_outputs as fo
 from pipeline.cases import kimi_outputs as ko
+from pipeline.cases import llama_coder_outputs as lo
+from pipeline.core.families import family_of, specs
 
 from . import setup_for
 from .schemas import random_arguments, random_request
@@ -77,6 +84,19 @@ def add_schema_cases(g: Group, rng: random.Random, write, n: int = SCHEMA) -> No
         g.requests[f"schema-{k}"] = (sent, choice)
 
 
+def add_random(g: Group, seed: int, thinking: bool | None = None) -> None:
+    """``RANDOM`` cases ``random-N``: outputs of the family's case generator (``Family.cases``); where an output
+    says whether the model thought, only those that match the group's ``thinking`` (None: every output)."""
+    random_output = family_of(g.family).case_generator().random_output
+    rng = random.Random(seed)
+    n = 0
+    while n < RANDOM:
+        ids, finish, *rest = random_output(g.tokenizer, g.profile, rng)
+        if thinking is None or not rest or rest[0] == thinking:
+            g.cases[f"random-{n}"] = (ids, finish)
+            n += 1
+
+
 # Kimi K2.5 calls to a tool typed n: number, i: integer, b: boolean, o: integer or null (issue 33's values).
 SCHEMA_NAMED = {
     "number-integral-float-becomes-int": '{"n": 5.0, "s": "x"}',
@@ -94,6 +114,18 @@ SCHEMA_NAMED = {
 def _texts(rng: random.Random) -> tuple[str, str]:
     pool = ("", "Let me check.", " ", "\n", "I'll call the tool.\n", "中文 ok")
     return rng.choice(pool), rng.choice(pool)
+
+
+def case_writer(g: Group, reasoning: str | None = None):
+    """A schema case's output, written by the family's case generator (``Family.cases``): ``reasoning`` (None:
+    thinking off, or a family without reasoning), a drawn content, the calls."""
+    write = family_of(g.family).case_generator().write
+
+    def written(calls, rng):
+        _, content = _texts(rng)
+        return write(g.tokenizer, g.profile, {"reasoning": reasoning, "content": content, "calls": calls})
+
+    return written
 
 def _group(profile_name: str, folder: str, prompt: str, **kwargs) -> Group:
     tokenizer = load_tokenizer(folder)
@@ -123,9 +155,7 @@ def kimi_k25() -> Group:
         "header-without-counter": (k("r", "c", [("7", '{"q": 1}')]), "stop"),
         "cut-while-reasoning": (k("A long thought ", close_think=False, stop=False), "length"),
     })
-    rng = random.Random(2112501)
-    for n in range(RANDOM):
-        g.cases[f"random-{n}"] = ko.random_output(t, p, rng)
+    add_random(g, 2112501)
     typed = [{"type": "function", "function": {"name": "get", "parameters": {"type": "object", "properties": {
         "n": {"type": "number"}, "i": {"type": "integer"}, "b": {"type": "boolean"}, "o": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}}}]
     for name, args in SCHEMA_NAMED.items():
@@ -151,9 +181,7 @@ def _kimi_writer(g: Group):
 
 def kimi_k2() -> Group:
     g = _group("kimi-k2", "kimi-k2", "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|>")
-    rng = random.Random(2112502)
-    for n in range(RANDOM):
-        g.cases[f"random-{n}"] = ko.random_output(g.tokenizer, g.profile, rng)
+    add_random(g, 2112502)
     add_schema_cases(g, random.Random(3312502), _kimi_writer(g))
     return g
 
@@ -175,19 +203,9 @@ def qwen3(thinking: bool) -> Group:
         "length-cut-inside-utf8": (q(r, "Sure: 👍", stop=False)[:-1], "length"),
         "body-not-json": (q(r, "c", ["\nnot json\n", c("get", {"q": 1})]), "stop"),
     })
-    rng = random.Random(2112503 + thinking)
-    n = 0
-    while n < RANDOM:
-        ids, finish, on = fo.random_qwen3(t, p, rng)
-        if on == thinking:
-            g.cases[f"random-{n}"] = (ids, finish)
-            n += 1
+    add_random(g, 2112503 + thinking, thinking)
 
-    def write(calls, rng):
-        _, content = _texts(rng)
-        return fo.qwen3_ids(t, p, r, content, [fo.qwen3_call(name, args) for name, args in calls])
-
-    add_schema_cases(g, random.Random(3312503 + thinking), write)
+    add_schema_cases(g, random.Random(3312503 + thinking), case_writer(g, r))
     return g
 
 
@@ -204,13 +222,7 @@ def qwen3_prompt_closed() -> Group:
         "literal-think-end": (fo.qwen3_ids(t, p, None, "Write </think> here."), "stop"),
         "call": (fo.qwen3_ids(t, p, None, "c", [fo.qwen3_call("get", {"q": 1})]), "stop"),
     })
-    rng = random.Random(2112507)
-    n = 0
-    while n < RANDOM:
-        ids, finish, on = fo.random_qwen3(t, p, rng)
-        if not on:
-            g.cases[f"random-{n}"] = (ids, finish)
-            n += 1
+    add_random(g, 2112507, False)
     return g
 
 
@@ -230,15 +242,9 @@ def deepseek_v3() -> Group:
         "length-cut-in-call": (d("c", [c("get", {"q": 1}), c("put", {"long": 2})])[:-8], "length"),
         "length-cut-inside-utf8": (d("Sure: 👍", stop=False)[:-1], "length"),
     })
-    rng = random.Random(2112504)
-    for n in range(RANDOM):
-        g.cases[f"random-{n}"] = fo.random_deepseek(t, p, rng)
+    add_random(g, 2112504)
 
-    def write(calls, rng):
-        _, content = _texts(rng)
-        return fo.deepseek_ids(t, p, content, [fo.deepseek_call(name, args) for name, args in calls])
-
-    add_schema_cases(g, random.Random(3312504), write)
+    add_schema_cases(g, random.Random(3312504), case_writer(g))
     return g
 
 
@@ -247,11 +253,9 @@ def deepseek_v3() -> Group:
 def chatml() -> Group:
     g = _group("chatml", "qwen3", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     t, p = g.tokenizer, g.profile
-    rng = random.Random(2112505)
     g.cases["length-cut-inside-utf8"] = (t.encode_ordinary("Sure: 👍")[:-1], "length")
     g.cases["special-id-inside-output"] = (t.encode_ordinary("a") + [p.stop_id] + t.encode_ordinary("b") + [p.stop_id], "stop")
-    for n in range(RANDOM):
-        g.cases[f"random-{n}"] = co.random_output(t, p, rng)
+    add_random(g, 2112505)
     add_schema_cases(g, random.Random(3312505),
                      lambda calls, rng: co.chatml_ids(t, p, co.random_text(rng) + "".join(a for _, a in calls)))
     return g
@@ -273,9 +277,7 @@ def gpt_oss() -> Group:
         "endoftext-text-kept": (gen.turn("r", "Answer.")[:-1] + [endoftext], "stop"),
         "two-calls": (gen.turn("r", None, [("get_weather", '{"city": "A"}'), ("read_file", '{"p": 1}')]), "stop"),
     })
-    rng = random.Random(2112506)
-    for n in range(RANDOM):
-        g.cases[f"random-{n}"] = go.random_output(gen, rng)
+    add_random(g, 2112506)
 
     def write(calls, rng):
         reasoning, content = _texts(rng)
@@ -303,6 +305,174 @@ def kimi_k25_bfcl() -> Group:
     return g
 
 
+def deepseek_v31(thinking: bool) -> Group:
+    prompt = "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>" + ("<think>" if thinking else "</think>")
+    g = _group("deepseek-v3.1", "deepseek-v3.1", prompt, chat_template_kwargs={"thinking": thinking})
+    g.setup["model_type"] = "deepseek_v3"  # a served model's config.json: transformers then reads tokenizer.json as is
+    t, p = g.tokenizer, g.profile
+    d = lambda *a, **kw: d31.v31_ids(t, p, *a, **kw)  # noqa: E731
+    c = d31.v31_call
+    r = "Think." if thinking else None
+    g.cases.update({
+        "args-verbatim": (d(r, "", [c("get", '{"q":1,"n":[1,2],"f":1e3}')]), "stop"),
+        "content-unstripped": (d(r, "  I will check.\n", [c("get", {"q": 1})]), "stop"),
+        "non-ascii-args": (d(r, "", [c("查询", {"s": "Córdoba 中文"})]), "stop"),
+        "two-calls": (d(r, "", [c("get", {"q": 1}), c("read_file", {"p": "/a b"})]), "stop"),
+        "multi-line-args": (d(r, "", [c("get", d31.MULTILINE_ARGS[0])]), "stop"),
+        "args-not-json-verbatim": (d(r, "c", [c("get", "not json")]), "stop"),
+        "text-after-calls": (d(r, "c", [c("get", {"q": 1})], after_calls="\nDone."), "stop"),
+        "literal-think-end-in-content": (d(r, "Write </think> here."), "stop"),
+        "length-cut-in-call": (d(r, "c", [c("get", {"q": 1}), c("put", {"long": 2})])[:-6], "length"),
+        "length-cut-inside-utf8": (d(r, "Sure: 👍", stop=False)[:-1], "length"),
+        "cut-in-reasoning": (d("A long thought " * 3, "", close_think=False, stop=False), "length"),
+    })
+    add_random(g, 2113100 + thinking, thinking)
+
+    add_schema_cases(g, random.Random(3313100 + thinking), case_writer(g, r))
+    return g
+
+
+def deepseek_v32(thinking: bool) -> Group:
+    from pipeline.core.dsv32_prompts import dsv32_prompt_text
+    
+    prompt = dsv32_prompt_text([{"role": "user", "content": "hi"}], None, {"thinking": thinking})
+    g = _group("deepseek-v3.2", "deepseek-v3.1", prompt, chat_template_kwargs={"thinking": thinking})
+    g.setup["model_type"] = "deepseek_v3"
+    t, p = g.tokenizer, g.profile
+    d = lambda *a, **kw: d32.v32_ids(t, p, *a, **kw)  # noqa: E731
+    r = "Think." if thinking else None
+    g.cases.update({
+        "one-call": (d(r, "", [d32.invoke("get", {"q": 1, "s": "中文"})]), "stop"),
+        "content-keeps-blank-line": (d(r, "Let me check.", [d32.invoke("get", {"q": 1})]), "stop"),
+        "string-values-unstripped": (d(r, "", [d32.invoke("get", {"s": "  padded \n", "m": "two\nlines"})]), "stop"),
+        "typed-params": (d(r, "c", [d32.invoke("get", {"n": 5.0, "b": True, "l": [1, 2], "o": {"k": None}, "big": 2**64})]), "stop"),
+        "json-body": (d(r, "", [d32.invoke("get", {"q": 1e3}, form="json")]), "stop"),
+        "no-string-attribute": (d(r, "", [d32.invoke("get", {}, form=f'<{d32.DSML}parameter name="x">5</{d32.DSML}parameter>')]), "stop"),
+        "bare-invoke": (d(r, "c\n\n" + d32.invoke("get", {"q": 1})), "stop"),
+        "text-after-block-dropped": (d(r, "c", [d32.invoke("get", {"q": 1})], after="\nDone."), "stop"),
+        "length-cut-in-call": (d(r, "c", [d32.invoke("get", {"q": 1}), d32.invoke("read_file", {"p": "/a b"})])[:-12], "length"),
+        "wrapped-arguments": (d(r, "", [d32.invoke("get", {"arguments": {"q": 1}})]), "stop"),
+    })
+    add_random(g, 2113200 + thinking, thinking)
+
+    def write(calls, rng):
+        _, content = _texts(rng)
+        invokes = []
+        for name, args in calls:
+            values = json.loads(args)
+            invokes.append(d32.random_invoke(rng, name, values))
+        return d32.v32_ids(t, p, r, content, invokes)
+
+    add_schema_cases(g, random.Random(3313200 + thinking), write)
+    return g
+
+
+LLAMA3_PROMPT = "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+
+
+def llama3() -> Group:
+    g = _group("llama3", "llama-3.1", LLAMA3_PROMPT)
+    t, p = g.tokenizer, g.profile
+    ids = lambda *a, **kw: lo.llama3_ids(t, p, *a, **kw)  # noqa: E731
+    call = lo.llama_call
+    g.cases.update({
+        "answer": (ids("Hello!"), "stop"),
+        "json-call": (ids("", [call("get", {"q": "München"})]), "stop"),
+        "compact-args-reserialised": (ids("", [call("get", '{"q":1,"n":[1,2]}')]), "stop"),
+        "content-tag-call-content-dropped": (ids("Let me check. ", [call("get", {"q": 1})]), "stop"),
+        "two-calls": (ids("", [call("get", {"q": 1}), call("read_file", {"path": "/a b"})]), "stop"),
+        "builtin-call-tag-skipped": (ids("", ['brave_search.call(query="x")'], tag=True, stop="stop.2"), "stop"),
+        "brace-text-not-json": (ids("Use {braces} here."), "stop"),
+        "missing-name": (ids("", ['{"parameters": {"q": 1}}']), "stop"),
+        "cut-in-call": (ids("", [call("get", {"q": "a long value"})])[:-4], "length"),
+        "cut-after-call": (ids("", [call("get", {"q": 1})])[:-1], "length"),
+    })
+    add_random(g, 3511)
+
+    def write(calls, rng):
+        return lo.llama3_ids(t, p, rng.choice(("", "", "Sure. ")), [lo.llama_call(name, args) for name, args in calls],
+                             sep=rng.choice(("; ", ";")))
+
+    add_schema_cases(g, random.Random(3512), write)
+    return g
+
+
+CODER_PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+TYPED = [{"type": "function", "function": {"name": "get", "parameters": {"type": "object", "properties": {
+    "n": {"type": "number"}, "i": {"type": "integer"}, "b": {"type": "boolean"}, "o": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+    "a": {"type": "array", "items": {"type": "integer"}}, "s": {"type": "string"}}}}}]
+
+
+def qwen3_coder() -> Group:
+    g = _group("qwen3-coder", "qwen3", CODER_PROMPT)
+    t, p = g.tokenizer, g.profile
+    ids = lambda *a, **kw: lo.coder_ids(t, p, *a, **kw)  # noqa: E731
+    c = lo.coder_call
+    g.cases.update({
+        "answer": (ids("Hello!"), "stop"),
+        "one-call": (ids("", [c("get", {"q": "Oslo"})]), "stop"),
+        "content-stripped": (ids("Let me check.\n\n", [c("get", {"q": "Oslo"})]), "stop"),
+        "text-between-dropped": (ids("", [c("get", {"q": 1}), c("read_file", {"p": "/a"})], between="\nnext\n"), "stop"),
+        "unclosed-call": (ids("", [c("get", {"q": 1})], close_last=False), "stop"),
+        "cut-in-call": (ids("", [c("get", {"q": "a long value"})], stop=False)[:-5], "length"),
+        "literal-think-end": (ids("Write </think> here."), "stop"),
+        "special-text-in-content": (ids("Ends <|im_end|> and <|endoftext|> text.", [c("get", {"q": 1})]), "stop"),
+    })
+    for name, values in {"number-integral": {"n": "5.0"}, "number-exponent": {"n": "1e3"}, "number-negative-zero": {"n": "-0.0"},
+                         "number-above-2-53": {"n": "9007199254740993"}, "integer-as-float": {"i": "5.0"},
+                         "boolean-capitalised": {"b": "True"}, "nullable-null": {"o": "null"}, "array": {"a": "[1, 2.0]"},
+                         "string-stays": {"s": "5"}}.items():
+        g.cases[name] = (ids("", [c("get", values)]), "stop")
+        g.requests[name] = (TYPED, "auto")
+    g.cases["tool-choice-none"] = (ids("c", [c("get", {"n": "1"})]), "stop")
+    g.requests["tool-choice-none"] = (TYPED, "none")
+    g.cases["no-tools"] = (ids("c", [c("get", {"n": "1"})]), "stop")
+    g.requests["no-tools"] = (None, None)
+    add_random(g, 3521)
+
+    rng = random.Random(3522)
+    for k in range(SCHEMA):  # the parameters' value texts written as the model writes them (no JSON quoting)
+        tools, sent, choice = random_request(rng, TOOL_NAMES)
+        bodies = []
+        for _ in range(rng.choice((0, 1, 1, 1, 2, 3))):
+            tool = rng.choice(tools)
+            name = tool["function"]["name"] if rng.random() < 0.93 else "undeclared_tool"
+            values = {key: rng.choice(texts) for key, texts in tool["_values"].items() if rng.random() < 0.85}
+            bodies.append(c(name, {key: v.strip('"') if rng.random() < 0.7 else v for key, v in values.items()}))
+        out, finish = ids(rng.choice(("", "", "Sure.\n\n")), bodies), "stop"
+        if rng.random() < 0.25:
+            out, finish = out[: rng.randint(0, len(out) - 1)], "length"
+        g.cases[f"schema-{k}"] = (out, finish)
+        g.requests[f"schema-{k}"] = (sent, choice)
+    return g
+
+
+# Each profile's groups: one per prompt (and template kwargs) it is served with, each with its named cases, its random
+# outputs (the family's case generator) and its schema-bearing requests. The case sets are the ones recorded under
+# tests/engine_responses/ (their inputs' digests are checked), so each keeps its seeds and writers.
+GROUPS = {
+    "kimi-k2.5": (kimi_k25, kimi_k25_bfcl),
+    "kimi-k2": (kimi_k2,),
+    "qwen3": (lambda: qwen3(True), lambda: qwen3(False), qwen3_prompt_closed),
+    "deepseek-v3": (deepseek_v3,),
+    "chatml": (chatml,),
+    "gpt-oss": (gpt_oss,),
+    "deepseek-v3.1": (lambda: deepseek_v31(True), lambda: deepseek_v31(False)),
+    "deepseek-v3.2": (lambda: deepseek_v32(True), lambda: deepseek_v32(False)),
+    "llama3": (llama3,),
+    "qwen3-coder": (qwen3_coder,),
+}
+
+
+def profiles() -> list[str]:
+    """Every registered profile with a case generator and a vllm view: each must have its groups here."""
+    return [s.name for s in specs() if family_of(s.name).cases and any(v.engine == "vllm" for v in s.views.values())]
+
+
 def all_groups() -> list[Group]:
-    return [kimi_k25(), kimi_k2(), qwen3(True), qwen3(False), qwen3_prompt_closed(), deepseek_v3(), chatml(), gpt_oss(),
-            kimi_k25_bfcl()]
+    out = []
+    for name in profiles():
+        if name not in GROUPS:
+            raise LookupError(f"profile {name} has a case generator and vllm views but no groups in tests/vllm_support/cases.py")
+        out += [build() for build in GROUPS[name]]
+    return out

@@ -18,7 +18,7 @@ import hashlib
 import json
 from pathlib import Path
 
-__all__ = ["RECORDED", "case_digest", "group_key", "write_release", "read_release", "releases"]
+__all__ = ["RECORDED", "case_digest", "group_key", "write_release", "read_release", "releases", "recorded_releases"]
 
 RECORDED = Path(__file__).resolve().parents[1] / "engine_responses"
 FIELDS = ("reasoning", "content", "tool_calls", "finish_reason", "choice_nulls")
@@ -59,4 +59,22 @@ def read_release(path: Path) -> dict:
 
 
 def releases(folder: Path = RECORDED) -> list[Path]:
-    return sorted(folder.glob("*.json.gz"))
+    """Every recording file under ``folder``, its sub-folders included (a release's groups may be recorded apart)."""
+    return sorted(folder.rglob("*.json.gz"))
+
+
+def recorded_releases(folder: Path = RECORDED) -> dict[tuple[str, str], dict]:
+    """Each recorded release, (engine, version) -> its document, with the groups of every file recording that
+    release merged; a group recorded in two files is an error naming both."""
+    out: dict[tuple[str, str], dict] = {}
+    where: dict[tuple[str, str, str], Path] = {}
+    for path in releases(folder):
+        doc = read_release(path)
+        release = (doc["engine"], doc["version"])
+        merged = out.setdefault(release, {**doc, "groups": {}})
+        for key, cases in doc["groups"].items():
+            if key in merged["groups"]:
+                raise ValueError(f"{release}: group {key} is recorded in {where[(*release, key)]} and in {path}")
+            merged["groups"][key] = cases
+            where[(*release, key)] = path
+    return out

@@ -19,19 +19,28 @@ import re
 from .request import ASSUMED, NONE
 from .registry import register
 
-__all__ = ["DeepSeekV3Tools"]
+__all__ = ["DeepSeekV3Tools", "SectionTools"]
 
 
-@register("sglang", "tool", "deepseekv3")
-class DeepSeekV3Tools:
+class SectionTools:
+    """The mechanism SGLang's DeepSeek detectors share (``deepseekv3``, ``deepseekv31``): with the section marker
+    in the text, content is the text before it, ``.strip()``ped; each ``call_begin.*?call_end`` is matched against
+    the detector's ``detail`` pattern (named groups ``name`` and ``args``); the arguments are ``json.loads``ed and
+    written again ``json.dumps(args or {}, ensure_ascii=False)``; a call to an undeclared tool is dropped; a call
+    that does not match or is not JSON returns the whole text, no calls. A subclass gives ``detail_pattern``."""
+
     __slots__ = ("bot", "find_calls", "detail")
+
+    @staticmethod
+    def detail_pattern(begin: str, sep: str, end: str) -> str:
+        raise NotImplementedError
 
     def __init__(self, profile, view=None, tokenizer=None):
         t = profile.texts
         self.bot = t["tool_calls_begin"]
         b, e, s = re.escape(t["tool_call_begin"]), re.escape(t["tool_call_end"]), re.escape(t["tool_sep"])
         self.find_calls = re.compile(f"{b}.*?{e}", re.DOTALL)
-        self.detail = re.compile(f"{b}(.*){s}(.*)\n```json\n(.*)\n```{e}", re.DOTALL)
+        self.detail = re.compile(self.detail_pattern(b, s, e), re.DOTALL)
 
     def __call__(self, text: str, request=ASSUMED) -> tuple[str, list[tuple[str, str, None]]]:
         idx = text.find(self.bot)
@@ -43,10 +52,19 @@ class DeepSeekV3Tools:
             if m is None:
                 return text, []
             try:
-                arguments = json.loads(m.group(3))
+                arguments = json.loads(m.group("args"))
             except ValueError:
                 return text, []
-            name = m.group(2)
+            name = m.group("name")
             if name and request.declares(name):
                 calls.append((name, json.dumps(arguments or {}, ensure_ascii=False), None))
         return text[:idx].strip(), calls
+
+
+@register("sglang", "tool", "deepseekv3")
+class DeepSeekV3Tools(SectionTools):
+    __slots__ = ()
+
+    @staticmethod
+    def detail_pattern(begin: str, sep: str, end: str) -> str:
+        return f"{begin}(.*){sep}(?P<name>.*)\n```json\n(?P<args>.*)\n```{end}"

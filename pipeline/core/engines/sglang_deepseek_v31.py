@@ -16,16 +16,14 @@
   (``parse_base_json``). Arguments that are not JSON make SGLang return the whole text as content, no calls.
   serving_chat runs the tool parser only when the request declares tools and ``tool_choice`` is not ``none``.
 
-``tests/test_sglang_differential_deepseek.py`` runs sglang's own detectors on the same ids.
+``tests/test_sglang_differential_families.py`` and ``test_sglang_differential_requests.py`` run sglang's own detectors on the same ids.
 """
 
 from __future__ import annotations
 
-import json
-import re
-
 from .registry import register
-from .request import ASSUMED, NONE
+from .request import ASSUMED
+from .sglang_deepseek import SectionTools
 
 __all__ = ["DeepSeekV3Reasoning", "DeepSeekV31Tools"]
 
@@ -61,30 +59,9 @@ class DeepSeekV3Reasoning:
 
 
 @register("sglang", "tool", "deepseekv31")
-class DeepSeekV31Tools:
-    __slots__ = ("bot", "find_calls", "detail")
+class DeepSeekV31Tools(SectionTools):
+    __slots__ = ()
 
-    def __init__(self, profile, view=None, tokenizer=None):
-        t = profile.texts
-        self.bot = t["tool_calls_begin"]
-        b, e, s = re.escape(t["tool_call_begin"]), re.escape(t["tool_call_end"]), re.escape(t["tool_sep"])
-        self.find_calls = re.compile(f"{b}.*?{e}", re.DOTALL)
-        self.detail = re.compile(f"{b}(.*){s}(.*){e}", re.DOTALL)
-
-    def __call__(self, text: str, request=ASSUMED) -> tuple[str, list[tuple[str, str, None]]]:
-        idx = text.find(self.bot)
-        if idx < 0 or request.choice == NONE:
-            return text, []
-        calls: list[tuple[str, str, None]] = []
-        for match in self.find_calls.findall(text):
-            m = self.detail.search(match)
-            if m is None:
-                return text, []
-            try:
-                arguments = json.loads(m.group(2))
-            except ValueError:
-                return text, []
-            name = m.group(1)
-            if name and request.declares(name):
-                calls.append((name, json.dumps(arguments or {}, ensure_ascii=False), None))
-        return text[:idx].strip(), calls
+    @staticmethod
+    def detail_pattern(begin: str, sep: str, end: str) -> str:
+        return f"{begin}(?P<name>.*){sep}(?P<args>.*){end}"

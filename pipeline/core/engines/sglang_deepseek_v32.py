@@ -12,7 +12,7 @@ a BODY that is a JSON object after ``.strip()`` is kept as written (NaN/Infinity
 parameter at all, drops the call. The call's arguments are then ``json.loads``ed and written again
 ``json.dumps(..., ensure_ascii=False)``; a call to a tool the request does not declare is dropped. serving_chat
 runs the parser only when the request declares tools and ``tool_choice`` is not ``none``.
-``tests/test_sglang_differential_deepseek_v32.py`` runs sglang's own detector on the same ids.
+``tests/test_sglang_differential_families.py`` and ``test_sglang_differential_requests.py`` run sglang's own detector on the same ids.
 """
 
 from __future__ import annotations

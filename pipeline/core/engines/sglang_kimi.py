@@ -30,7 +30,8 @@ _COUNTER = re.compile(r"^\d+$")
 
 
 def schema_properties(schema) -> dict:
-    """sglang's ``get_schema_properties``: top-level ``properties``, else merged from anyOf/oneOf/allOf."""
+    """sglang's ``get_schema_properties`` (``function_call/utils.py``, which its Kimi and Qwen3-Coder detectors
+    share): top-level ``properties``, else merged from anyOf/oneOf/allOf."""
     if not isinstance(schema, Mapping):
         return {}
     properties = schema.get("properties")

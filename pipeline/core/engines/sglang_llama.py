@@ -14,7 +14,7 @@ arguments are ``parameters`` or else ``arguments`` (``{}`` when missing), re-ser
 ``json.dumps(..., ensure_ascii=False)``. The content is the text before the tag plus the unread rest of
 the action part, ``.strip()``ped. No schema coercion.
 
-``tests/test_sglang_differential_llama3.py`` runs sglang's own detector on the same ids.
+``tests/test_sglang_differential_families.py`` and ``test_sglang_differential_requests.py`` run sglang's own detector on the same ids.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ names. The arguments are ``json.dumps(..., ensure_ascii=False)``; the content is
 first ``<tool_call>`` (or ``<function=``), unstripped, "" when that is at the start. Any exception returns
 the whole text as content, no calls.
 
-``tests/test_sglang_differential_qwen3_coder.py`` runs sglang's own detector on the same ids.
+``tests/test_sglang_differential_families.py`` and ``test_sglang_differential_requests.py`` run sglang's own detector on the same ids.
 """
 
 from __future__ import annotations
@@ -31,29 +31,13 @@ from typing import Any
 
 from .registry import register
 from .request import ASSUMED, NONE
+from .sglang_kimi import schema_properties  # sglang's one get_schema_properties (function_call/utils.py)
 
 __all__ = ["Qwen3CoderTools", "schema_properties", "infer_type"]
 
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _FUNCTION = re.compile(r"<function=(.*?)</function>|<function=(.*)$", re.DOTALL)
 _PARAMETER = re.compile(r"<parameter=(.*?)(?:</parameter>|(?=<parameter=)|(?=</function>)|$)", re.DOTALL)
-
-
-def schema_properties(schema: Any) -> dict:
-    """``get_schema_properties``: the top-level properties, or those of its anyOf/oneOf/allOf branches."""
-    if not isinstance(schema, dict):
-        return {}
-    properties = schema.get("properties")
-    if isinstance(properties, dict):
-        return properties
-    merged: dict = {}
-    for keyword in ("anyOf", "oneOf", "allOf"):
-        branches = schema.get(keyword)
-        if isinstance(branches, list):
-            for branch in branches:
-                for key, value in schema_properties(branch).items():
-                    merged.setdefault(key, value)
-    return merged
 
 
 _ENUM_TYPES = ((type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),

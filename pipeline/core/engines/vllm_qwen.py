@@ -26,19 +26,17 @@ from .view import release
 from .vllm_decode import class_special_texts
 from .vllm_engine import ARGS, BETWEEN, CONTENT, NAME, PREAMBLE, REASONING, EngineConfig, reasoning_pass
 
-__all__ = ["Qwen3Reasoning", "HermesTools"]
+__all__ = ["Qwen3Reasoning", "HermesTools", "engine_config"]
 
 
-def _config(profile, drop_texts) -> EngineConfig:
+def engine_config(profile, drop_texts, *, reasoning: bool = True) -> EngineConfig:
+    """The terminals and transitions of ``vllm/parser/qwen3.py``'s parser engine, which serves Qwen3 (with its
+    reasoning parser) and Qwen3-Coder (its ``qwen3_coder`` tool adapter, no reasoning parser: ``reasoning``
+    False leaves ``<think>`` / ``</think>`` out of the terminals, so they are text in any state)."""
     t = profile.texts
-    terminals = {"THINK_START": t["think_begin"], "THINK_END": t["think_end"], "TOOL_START": t["tool_call_begin"],
-                 "TOOL_END": t["tool_call_end"], "FUNC_PREFIX": "<function=", "FUNC_END": "</function>",
-                 "PARAM_START": "<parameter=", "PARAM_END": "</parameter>", "CLOSE_ANGLE": ">"}
+    terminals = {"TOOL_START": t["tool_call_begin"], "TOOL_END": t["tool_call_end"], "FUNC_PREFIX": "<function=",
+                 "FUNC_END": "</function>", "PARAM_START": "<parameter=", "PARAM_END": "</parameter>", "CLOSE_ANGLE": ">"}
     transitions = {
-        (REASONING, "THINK_START"): (REASONING, ()),
-        (REASONING, "THINK_END"): (CONTENT, ("REASONING_END",)),
-        (CONTENT, "THINK_END"): (CONTENT, ()),
-        (REASONING, "TOOL_START"): (PREAMBLE, ("REASONING_END", "TOOL_CALL_START")),
         (CONTENT, "TOOL_START"): (PREAMBLE, ("REASONING_END", "TOOL_CALL_START")),
         (CONTENT, "FUNC_PREFIX"): (NAME, ("TOOL_CALL_START",)),
         (PREAMBLE, "TOOL_END"): (CONTENT, ("TOOL_CALL_END",)),
@@ -52,6 +50,14 @@ def _config(profile, drop_texts) -> EngineConfig:
         (BETWEEN, "TOOL_START"): (PREAMBLE, ("TOOL_CALL_START",)),
         (BETWEEN, "FUNC_PREFIX"): (NAME, ("TOOL_CALL_START",)),
     }
+    if reasoning:
+        terminals.update(THINK_START=t["think_begin"], THINK_END=t["think_end"])
+        transitions.update({
+            (REASONING, "THINK_START"): (REASONING, ()),
+            (REASONING, "THINK_END"): (CONTENT, ("REASONING_END",)),
+            (CONTENT, "THINK_END"): (CONTENT, ()),
+            (REASONING, "TOOL_START"): (PREAMBLE, ("REASONING_END", "TOOL_CALL_START")),
+        })
     return EngineConfig(terminals, transitions, strip_reasoning=False, drop_texts=drop_texts)
 
 
@@ -60,7 +66,7 @@ class Qwen3Reasoning:
     __slots__ = ("config", "think_begin", "prompt_rule", "ends", "opens", "bounds")
 
     def __init__(self, profile, view, tokenizer):
-        self.config = _config(profile, class_special_texts(view.decode, tokenizer))
+        self.config = engine_config(profile, class_special_texts(view.decode, tokenizer))
         t, ids = profile.texts, tokenizer.special_tokens
         self.think_begin = t["think_begin"]
         # vLLM 0.33: the parser starts in content when the prompt closed the reasoning: scanning the prompt

@@ -27,6 +27,7 @@ from .request import ASSUMED, NONE
 from .view import release
 from .vllm_decode import class_special_texts
 from .vllm_engine import ARGS, BETWEEN, CONTENT, DROP, NAME, PREAMBLE, EngineConfig
+from .vllm_qwen import engine_config
 from .vllm_schema import fix_arg_types
 
 __all__ = ["Qwen3CoderTools", "arg_converter"]
@@ -43,28 +44,6 @@ def arg_converter(raw: str) -> str:
         value = value[1:] if value.startswith("\n") else value
         params[match.group(1)] = value[:-1] if value.endswith("\n") else value
     return json.dumps(params, ensure_ascii=False)
-
-
-def _config(profile, drop_texts) -> EngineConfig:
-    t = profile.texts
-    terminals = {"TOOL_START": t["tool_call_begin"], "TOOL_END": t["tool_call_end"], "FUNC_PREFIX": "<function=",
-                 "FUNC_END": "</function>", "PARAM_START": "<parameter=", "PARAM_END": "</parameter>", "CLOSE_ANGLE": ">"}
-    transitions = {
-        (CONTENT, "TOOL_START"): (PREAMBLE, ("TOOL_CALL_START",)),
-        (CONTENT, "FUNC_PREFIX"): (NAME, ("TOOL_CALL_START",)),
-        (PREAMBLE, "TOOL_END"): (CONTENT, ("TOOL_CALL_END",)),
-        (PREAMBLE, "FUNC_PREFIX"): (NAME, ()),
-        (NAME, "CLOSE_ANGLE"): (ARGS, ()),
-        (NAME, "FUNC_END"): (BETWEEN, ("TOOL_CALL_END",)),
-        (ARGS, "FUNC_END"): (BETWEEN, ("TOOL_CALL_END",)),
-        (ARGS, "PARAM_START"): (ARGS, ("ARG_VALUE_CHUNK",)),
-        (ARGS, "PARAM_END"): (ARGS, ("ARG_VALUE_CHUNK",)),
-        (BETWEEN, "TOOL_END"): (CONTENT, ()),
-        (BETWEEN, "TOOL_START"): (PREAMBLE, ("TOOL_CALL_START",)),
-        (BETWEEN, "FUNC_PREFIX"): (NAME, ("TOOL_CALL_START",)),
-    }
-    # <think> / </think> are not terminals here: with skip_reasoning_parsing they are text in any state.
-    return EngineConfig(terminals, transitions, strip_reasoning=False, drop_texts=drop_texts)
 
 
 class _Slot:
@@ -118,7 +97,7 @@ class Qwen3CoderTools:
     __slots__ = ("config", "int_first")
 
     def __init__(self, profile, view, tokenizer):
-        self.config = _config(profile, class_special_texts(view.decode, tokenizer))
+        self.config = engine_config(profile, class_special_texts(view.decode, tokenizer), reasoning=False)
         self.int_first = release(view.version) >= (0, 33)
 
     def __call__(self, text: str | None, request=ASSUMED) -> tuple[str | None, list[tuple[str, str, None]]]:

@@ -60,4 +60,5 @@ SPECS = (
 )
 
 FAMILY = Family("deepseek-v3.1", SPECS, __name__, parsers=("pipeline.core.engines.sglang_deepseek_v31", "pipeline.core.engines.vllm_deepseek_v31"),
+                cases="pipeline.cases.deepseek_v31_outputs:CASES",
                 description="DeepSeek-V3.1: thinking by request, tool-call section NAME<｜tool▁sep｜>ARGS")

@@ -43,4 +43,5 @@ SPECS = (
 
 FAMILY = Family("deepseek-v3.2", SPECS, __name__, parsers=("pipeline.core.engines.sglang_deepseek_v31", "pipeline.core.engines.vllm_deepseek_v31",
                                                    "pipeline.core.engines.sglang_deepseek_v32", "pipeline.core.engines.vllm_deepseek_v32"),
+                cases="pipeline.cases.deepseek_v32_outputs:CASES",
                 description="DeepSeek-V3.2: DSML tool calls, prompts from its Python encoder")

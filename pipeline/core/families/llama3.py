@@ -42,4 +42,5 @@ SPECS = (
 )
 
 FAMILY = Family("llama3", SPECS, __name__, parsers=("pipeline.core.engines.sglang_llama", "pipeline.core.engines.vllm_llama"),
+                cases="pipeline.cases.llama_coder_outputs:LLAMA3",
                 description="Llama 3.1 / 3.3 Instruct: JSON tool calls, <|python_tag|> and builtin tools, <|eot_id|> / <|eom_id|>")

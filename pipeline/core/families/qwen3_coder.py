@@ -43,4 +43,5 @@ SPECS = (
 )
 
 FAMILY = Family("qwen3-coder", SPECS, __name__, parsers=("pipeline.core.engines.sglang_qwen3_coder", "pipeline.core.engines.vllm_qwen3_coder"),
+                cases="pipeline.cases.llama_coder_outputs:QWEN3_CODER",
                 description="Qwen3-Coder: XML <tool_call><function=...><parameter=...> calls, no reasoning")
