@@ -1,7 +1,8 @@
 """tokfidelity render: conversations (JSONL on stdin or in a file) -> prompt ids (JSONL on stdout).
 
 The prompt-side twin of ``tokfidelity reconstruct``: each line's generation prompt exactly as an engine
-running the model's own tokenizer feeds it (``pipeline.core.render.render_prompt``).
+running the model's own tokenizer feeds it (``pipeline.core.render.render_prompt``: the profile's own prompt
+renderer, ``pipeline.core.prompt_renderers``).
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ def run(args) -> int:
     from ..core.binding import bind_dataset
     from ..core.tokenizer import TokenizerNotFound
     from ..core.files import open_input
+    from ..core.prompt_renderers import prompt_renderer
 
     try:
         tokenizer, profile = bind_dataset(args.profile, args.tokenizer)
-        chat_template(tokenizer)  # a tokenizer without a template is a usage error, before any line
+        if prompt_renderer(profile.spec).uses_template:
+            chat_template(tokenizer)  # a tokenizer without a template is a usage error, before any line
     except (TokenizerNotFound, ProfileError, RenderError, ValueError) as e:
         print(f"tokfidelity render: {e}", file=sys.stderr)
         return EXIT_USAGE
