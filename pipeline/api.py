@@ -66,7 +66,7 @@ def load_dataset(folder: str) -> Bound:
     names (``chat_template``, checked against its sha256: a ``TokfidelityError`` naming the manifest and field
     when it differs)."""
     from .core.golden import load_manifest
-    from .core.render import use_manifest_template
+    from .core.prompt_renderers import use_manifest_template
 
     manifest = load_manifest(folder)
     bound = load(manifest.profile, manifest.tokenizer)

@@ -128,7 +128,7 @@ class DatasetRun:
         judge = self._setup[0] if self._setup is not None else None
         if judge is None:
             return Pins(golden)
-        from pipeline.core.render import prompt_template_pins
+        from pipeline.core.prompt_renderers import prompt_template_pins
 
         return Pins(golden, dict(judge.tokenizer.file_digests), *prompt_template_pins(judge.profile, judge.tokenizer))
 
@@ -179,7 +179,7 @@ class DatasetRun:
         if self.manifest is None:
             return None, f"the manifest has no usable profile and tokenizer: {self.manifest_error}"
         from pipeline.core.profiles import bind_profile
-        from pipeline.core.render import TemplateMismatch, use_manifest_template
+        from pipeline.core.prompt_renderers import TemplateMismatch, use_manifest_template
         from pipeline.core.tokenizer import TokenizerNotFound, load_tokenizer, tokenizer_location
 
         where = "--tokfidelity-tokenizer" if self.tokenizer_override else f"{self.dir / 'manifest.json'}: field 'tokenizer'"

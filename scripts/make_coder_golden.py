@@ -33,7 +33,7 @@ from pipeline.core.families.qwen3_coder_layout import call_text  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile  # noqa: E402
 from pipeline.core.reconstruct import reconstruct_output_ids  # noqa: E402
-from pipeline.core.render import render_prompt  # noqa: E402
+from pipeline.core.prompt_renderers import render_prompt  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
 
 DATASET, TOKENIZER = "C1_glaive", "qwen3-coder"

@@ -36,7 +36,8 @@ from pipeline.core.minijinja_renderer import MiniJinjaTemplate, TemplateRaised, 
 from pipeline.core.golden import load_manifest
 from pipeline.core.profiles import bind_profile, get_profile_spec
 from pipeline.core.prompt_renderers import prompt_renderer
-from pipeline.core.render import RenderError, chat_template, prepare, template_inputs, use_manifest_template
+from pipeline.core.prompt_renderers import use_manifest_template
+from pipeline.core.render import RenderError, chat_template, prepare, template_inputs
 from pipeline.core.template_adapter import Prepared, TemplateRenderer
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.core.tokenizer.resolve import tokenizer_location

@@ -23,7 +23,8 @@ from transformers.utils.chat_template_utils import _normalize_chat_messages, ren
 
 from pipeline.core.kimi_tools_ts import deep_sort
 from pipeline.core.profiles import bind_profile
-from pipeline.core.render import RenderError, chat_template, render_prompt, render_text
+from pipeline.core.prompt_renderers import render_prompt
+from pipeline.core.render import RenderError, chat_template, render_text
 from pipeline.core.tokenizer import load_tokenizer
 
 from tokenizer_roots import SHARED  # noqa: E402 - TOKFIDELITY_TOKENIZERS, else ../shared/tokenizers

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "tokenizers"
@@ -146,7 +146,7 @@ def test_a_changed_template_is_an_error_naming_the_manifest_and_field(tmp_path):
     from pipeline.core.errors import TokfidelityError
     from pipeline.core.golden import load_manifest
     from pipeline.core.profiles import bind_profile
-    from pipeline.core.render import use_manifest_template
+    from pipeline.core.prompt_renderers import use_manifest_template
     from pipeline.core.tokenizer import load_tokenizer
 
     tok = load_tokenizer(folder)

@@ -21,7 +21,7 @@ from pipeline.core import template_adapter
 from pipeline.core.golden import load_manifest
 from pipeline.core.profiles import bind_profile, get_profile_spec
 from pipeline.core.prompt_renderers import prompt_renderer
-from pipeline.core.render import use_manifest_template
+from pipeline.core.prompt_renderers import use_manifest_template
 from pipeline.core.render import chat_template, prepare, render_with, special_token_variables, template_inputs
 from pipeline.core.template_adapter import Prepared, TemplateRenderer
 from pipeline.core.tokenizer import load_tokenizer

@@ -47,7 +47,7 @@ def run(args) -> int:
         source = open_build_input(args.input)
         tokenizer, profile = bind_dataset(source.profile_name, args.tokenizer or source.tokenizer_spec)
         if source.manifest is not None:
-            from ..core.render import use_manifest_template
+            from ..core.prompt_renderers import use_manifest_template
 
             use_manifest_template(source.manifest, profile, tokenizer)  # TemplateMismatch: a ValueError
     except (GoldenError, TokenizerNotFound, ProfileError, ValueError, KeyError) as e:
@@ -127,7 +127,8 @@ def _template_fields(tokenizer, profile) -> dict:
     """What the prompts were rendered with: the chat template's content (the gated stages require the one the
     gate verified), the file it was read from, and the render settings (the profile's template variables; a
     sample's own chat_template_kwargs are kept on its record)."""
-    from ..core.render import prompt_template_pins, render_settings
+    from ..core.prompt_renderers import prompt_template_pins
+    from ..core.render import render_settings
 
     files, digest = prompt_template_pins(profile, tokenizer)
     return {"template_sha256": digest, "template_files": files, "render": render_settings(profile.spec)}

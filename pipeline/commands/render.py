@@ -1,8 +1,8 @@
 """tokfidelity render: conversations (JSONL on stdin or in a file) -> prompt ids (JSONL on stdout).
 
 The prompt-side twin of ``tokfidelity reconstruct``: each line's generation prompt exactly as an engine
-running the model's own tokenizer feeds it (``pipeline.core.render.render_prompt``: the profile's own prompt
-renderer, ``pipeline.core.prompt_renderers``).
+running the model's own tokenizer feeds it (``pipeline.core.prompt_renderers.render_prompt``: the profile's
+own prompt renderer).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def _conversation(item):
 
 
 def _render_lines(stream, name, profile, tokenizer, out) -> int:
-    from ..core.render import RenderError, render_prompt
+    from ..core.prompt_renderers import render_prompt
+    from ..core.render import RenderError
 
     def convert(item) -> dict:
         messages, tools, kwargs = _conversation(item)
@@ -47,11 +48,11 @@ def _render_lines(stream, name, profile, tokenizer, out) -> int:
 def run(args) -> int:
     from ..core.profiles import ProfileError
     from ..core.golden import load_manifest
-    from ..core.render import RenderError, chat_template, use_manifest_template
+    from ..core.render import RenderError, chat_template
     from ..core.binding import bind_dataset
     from ..core.tokenizer import TokenizerNotFound
     from ..core.files import open_input
-    from ..core.prompt_renderers import prompt_renderer
+    from ..core.prompt_renderers import prompt_renderer, use_manifest_template
 
     try:
         manifest = load_manifest(args.dataset) if args.dataset else None

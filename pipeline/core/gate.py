@@ -433,7 +433,8 @@ def check_gate(
 def _render_pins(tokenizer_spec, profile, pins: Pins | None, dataset_dir: Path | None = None) -> tuple[dict[str, str], str | None, dict[str, Any] | None]:
     """The chat template a run rendered prompts with (from its pins; else read now): the file it was read
     from, and its content's sha256 (render.template_digest); and the render settings of its profile."""
-    from .render import prompt_template_pins, render_settings, use_manifest_template
+    from .prompt_renderers import prompt_template_pins, use_manifest_template
+    from .render import render_settings
 
     template = dict(pins.template) if pins is not None else {}
     digest = pins.template_sha256 if pins is not None else None
@@ -465,7 +466,8 @@ def _template_problems(record: Mapping[str, Any], spec: str | None, manifest: An
     if "template_sha256" not in record:
         return ["the record pins no chat template content (written by an older tokfidelity)"] if record.get("template_files") else []
     from .profiles import bind_profile
-    from .render import TemplateMismatch, prompt_template_pins, template_source, use_manifest_template
+    from .prompt_renderers import prompt_template_pins, use_manifest_template
+    from .render import TemplateMismatch, template_source
     from .tokenizer import load_tokenizer
 
     try:

@@ -1,7 +1,7 @@
 """The prompt renderers a profile names (``ProfileSpec.prompt_renderer``): each family's one way of turning a
 conversation into the prompt ids its engines feed the model.
 
-Every caller that renders a prompt goes through ``prompt_renderer(spec)``: ``render.render_prompt`` (the
+Every caller that renders a prompt goes through ``prompt_renderer(spec)``: ``render_prompt`` (the
 ``tokfidelity render`` command, capture, the engine check, the golden scripts), ``api.render_prompt_ids``, the
 prompt verdicts (``prompt_check.PromptJudge``) and the build. No caller asks which family it renders for.
 
@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import TokfidelityError
+from .render import TemplateMismatch, render_text, template_choice, template_digest, template_pin, use_chat_template
 
-__all__ = ["PromptRenderer", "register_prompt_renderer", "prompt_renderer", "prompt_renderer_names"]
+__all__ = ["PromptRenderer", "register_prompt_renderer", "prompt_renderer", "prompt_renderer_names", "render_prompt",
+           "use_manifest_template", "prompt_template_pins", "TemplateMismatch"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,6 @@ def prompt_renderer(spec: Any) -> PromptRenderer:
 
 def _template_ids(messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None, profile, tokenizer,
                   add_generation_prompt: bool = True) -> list[int]:
-    from .render import render_text
-
     return tokenizer.encode(render_text(messages, tools, profile, tokenizer, add_generation_prompt, chat_template_kwargs=kwargs))
 
 
@@ -93,3 +93,29 @@ def _dsv32_ids(messages, tools, kwargs, profile, tokenizer, add_generation_promp
 register_prompt_renderer(PromptRenderer("template", _template_ids, uses_template=True))
 register_prompt_renderer(PromptRenderer("harmony", _harmony_ids, _harmony_preamble))
 register_prompt_renderer(PromptRenderer("dsv32", _dsv32_ids))
+
+
+def render_prompt(messages: Sequence[Mapping], tools: Sequence | None, profile, tokenizer, add_generation_prompt: bool = True,
+                  *, chat_template_kwargs: Mapping[str, Any] | None = None) -> list[int]:
+    """The prompt ids an engine feeds the model, from the profile's own prompt renderer: the model's chat
+    template, its text encoded as the model's tokenizer does (marker text becomes its special id, exactly as
+    in the engine); openai-harmony for gpt-oss; DeepSeek-V3.2's encoder."""
+    return prompt_renderer(profile).ids(messages, tools, chat_template_kwargs, profile, tokenizer, add_generation_prompt)
+
+
+def use_manifest_template(manifest, profile, tokenizer) -> None:
+    """Before a dataset's prompts are rendered: the chat template its manifest names, read and checked
+    (``render.TemplateMismatch``), then the template read (and pinned) once, before judges fork. Nothing for a
+    profile whose prompt renderer reads no template."""
+    if prompt_renderer(profile).uses_template:
+        use_chat_template(tokenizer, template_choice(manifest))
+        template_pin(tokenizer)
+
+
+def prompt_template_pins(profile, tokenizer, *, fresh: bool = False) -> tuple[dict[str, str], str | None]:
+    """(``template_pin``, ``template_digest``) of the template this profile's prompts are rendered with;
+    ({}, None) when its prompt renderer reads none (openai-harmony, DeepSeek-V3.2's encoder). ``fresh``: as
+    ``template_digest``'s."""
+    if not prompt_renderer(profile).uses_template:
+        return {}, None
+    return template_pin(tokenizer), template_digest(tokenizer, fresh=fresh)

@@ -43,8 +43,8 @@ from .template_adapter import Prepared
 from .tokenizer import Tokenizer
 from .watchdog import TimeLimitExceeded, time_limit
 
-__all__ = ["RenderError", "TemplateMismatch", "TemplateChoice", "use_chat_template", "template_choice", "use_manifest_template",
-           "prompt_template_pins", "check_messages", "chat_template", "template_pin", "template_digest", "template_source", "render_settings", "special_token_variables", "template_inputs", "render_text", "prepare", "renderer_for", "render_with", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "TemplateMismatch", "TemplateChoice", "use_chat_template", "template_choice",
+           "check_messages", "chat_template", "template_pin", "template_digest", "template_source", "render_settings", "special_token_variables", "template_inputs", "render_text", "prepare", "renderer_for", "render_with", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -173,28 +173,6 @@ def template_choice(manifest) -> TemplateChoice | None:
         return None
     special = tuple(sorted(dict(declared.get("special_tokens") or {}).items()))
     return TemplateChoice(declared["file"], declared["sha256"], special, str(Path(manifest.path) / "manifest.json"))
-
-
-def use_manifest_template(manifest, profile: Profile, tokenizer: Tokenizer) -> None:
-    """Before a dataset's prompts are rendered: the chat template its manifest names, read and checked
-    (TemplateMismatch), then the template read (and pinned) once, before judges fork. Nothing for a profile
-    whose prompt renderer reads no template."""
-    from .prompt_renderers import prompt_renderer
-
-    if prompt_renderer(profile).uses_template:
-        use_chat_template(tokenizer, template_choice(manifest))
-        template_pin(tokenizer)
-
-
-def prompt_template_pins(profile: Profile, tokenizer: Tokenizer, *, fresh: bool = False) -> tuple[dict[str, str], str | None]:
-    """(``template_pin``, ``template_digest``) of the template this profile's prompts are rendered with;
-    ({}, None) when its prompt renderer reads none (openai-harmony, DeepSeek-V3.2's encoder). ``fresh``: as
-    ``template_digest``'s."""
-    from .prompt_renderers import prompt_renderer
-
-    if not prompt_renderer(profile).uses_template:
-        return {}, None
-    return template_pin(tokenizer), template_digest(tokenizer, fresh=fresh)
 
 
 def _template_files_now(source: str, fresh: bool = False) -> _TemplateFiles:
@@ -407,14 +385,3 @@ def render_with(messages: Sequence[Mapping], prepared: Prepared, tokenizer: Toke
         raise RenderError("messages", f"the chat template {where} rendered {len(rendered):,} characters for this "
                           f"conversation, over the limit of {RENDER_MAX_CHARS:,}; check the template")
     return rendered
-
-
-def render_prompt(messages: Sequence[Mapping], tools: Sequence | None, profile: Profile, tokenizer: Tokenizer,
-                  add_generation_prompt: bool = True, *, chat_template_kwargs: Mapping[str, Any] | None = None) -> list[int]:
-    """The prompt ids an engine feeds the model, from the profile's own prompt renderer
-    (``prompt_renderers``): the model's chat template, its text encoded as the model's tokenizer does
-    (marker text becomes its special id, exactly as in the engine); openai-harmony for gpt-oss;
-    DeepSeek-V3.2's encoder."""
-    from .prompt_renderers import prompt_renderer
-
-    return prompt_renderer(profile.spec).ids(messages, tools, chat_template_kwargs, profile, tokenizer, add_generation_prompt)
