@@ -41,14 +41,21 @@ PEER_MODULES = {"renderers": "renderers", "tinker-cookbook": "tinker_cookbook", 
 IMPORT_NEEDS = ["prime-pydantic-config==0.4.3", "tinker==0.38.0", "pillow", "distro", "protobuf"]
 PEERS = ("renderers", "tinker-cookbook", "tml-renderers")
 # profile -> the tokenizer folder the HF-tokenizer peers load, and each peer's renderer for it
-# (a second renderer for samples generated with thinking off, where the peer has one)
+# (a second renderer for samples generated with thinking off, where the peer has one). tml-renderers: a class,
+# or "Class.constructor".
 SUPPORT = {
     "qwen3": {"hf": "qwen3", "renderers": "Qwen3RendererConfig", "tinker-cookbook": "qwen3", "tml-renderers": "Qwen3",
               "thinking-off": {"renderers": {"enable_thinking": False}, "tinker-cookbook": "qwen3_disable_thinking",
-                               "tml-renderers": "disable_thinking"}},
+                               "tml-renderers": "Qwen3.disable_thinking"}},
     "deepseek-v3": {"hf": "deepseek-v3", "renderers": "DeepSeekV3RendererConfig", "tinker-cookbook": "deepseekv3",
                     "tml-renderers": "DeepSeekV3"},
+    # DeepSeek-V3.1's hybrid thinking: tinker-cookbook's deepseekv3 renderers write V3.1's layout (</think> closing the
+    # reasoning, `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS` calls, in non-thinking mode), tml-renderers has DeepSeekV31
+    "deepseek-v3.1": {"hf": "deepseek-v3.1", "tinker-cookbook": "deepseekv3_thinking", "tml-renderers": "DeepSeekV31.thinking",
+                      "thinking-off": {"tinker-cookbook": "deepseekv3_disable_thinking", "tml-renderers": "DeepSeekV31"}},
     "llama3": {"hf": "llama-3.1", "renderers": "Llama3RendererConfig", "tinker-cookbook": "llama3"},
+    # renderers' prime-qwen3 is PrimeIntellect's Qwen3 with Qwen3-Coder's XML tool calls (its only such renderer)
+    "qwen3-coder": {"hf": "qwen3", "renderers": "PrimeQwen3RendererConfig"},
     # tml-renderers brings its own vocabularies. renderers and tinker-cookbook need a transformers tokenizer
     # object: Kimi's is built only by code from its model repository (never run here), and no transformers
     # tokenizer of o200k_harmony is among the shared tokenizers.
@@ -58,6 +65,17 @@ SUPPORT = {
 NO_HF_TOKENIZER = {
     "kimi-k2.5": "needs Kimi's tokenizer as a transformers object, which only its repository's code builds",
     "gpt-oss": "needs a transformers tokenizer of o200k_harmony, which the shared tokenizers do not hold",
+}
+# (profile, peer) -> why the peer has no renderer for it, read in its code (renderers 0.1.12's configs and
+# MODEL_RENDERER_MAP, tinker-cookbook 0.6.1's get_renderer, tml-renderers 0.2.1's renderers module)
+NO_RENDERER = {  # what the peers' code holds instead is in docs/benchmarks.md, under the peers' table
+    ("deepseek-v3.1", "renderers"): "no V3.1 renderer",  # deepseek-v3 (no thinking), deepseek-r1 (always thinking)
+    ("deepseek-v3.2", "renderers"): "no V3.2 renderer",  # deepseek-v4: V4's DSML tool_calls block
+    ("deepseek-v3.2", "tinker-cookbook"): "no V3.2 renderer",  # deepseekv4_1: V4's DSML
+    ("deepseek-v3.2", "tml-renderers"): "no V3.2 renderer",  # DeepSeekV4, DeepSeekV41
+    ("llama3", "tml-renderers"): "no Llama renderer",
+    ("qwen3-coder", "tinker-cookbook"): "no Qwen3-Coder renderer",  # its qwen3 renderers write JSON tool calls
+    ("qwen3-coder", "tml-renderers"): "no Qwen3-Coder renderer",  # Qwen3: JSON tool calls
 }
 
 
@@ -170,8 +188,11 @@ def _peer(name: str, profile: str, hf):
     from tinker_cookbook.third_party.tml_renderers_compat import tinker_messages_to_sft_message_list
     from tml_renderers import renderers as tml
 
-    cls = getattr(tml, support["tml-renderers"])
-    r = {True: cls(), False: getattr(cls, off["tml-renderers"])() if "tml-renderers" in off else cls()}
+    def make(spec: str):
+        name, _, constructor = spec.partition(".")
+        return getattr(getattr(tml, name), constructor)() if constructor else getattr(tml, name)()
+
+    r = {True: make(support["tml-renderers"]), False: make(off.get("tml-renderers", support["tml-renderers"]))}
 
     def convert_tml(turn):
         thinking, messages = convert(turn)
@@ -242,19 +263,26 @@ def bench_dataset(dataset_dir: Path, repeat: int, table: list) -> None:
               f"tokfidelity's rebuild takes {seconds / plain:.2f}x its time (goal <= 0.6x)")
         row["vs tokenizers"] = f"{seconds / plain:.2f}x"
     table.append(row)
-    support = SUPPORT.get(manifest.profile)
-    if support is None:
+    support = SUPPORT.get(manifest.profile, {})
+    if not support and not any(profile == manifest.profile for profile, _ in NO_RENDERER):
         print("  (no peer has a renderer set up here for this profile)")
         return
     hf = None
     if "hf" in support:
         folder, _ = resolve_tokenizer_dir(support["hf"])
-        hf = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+        if (folder / "tokenizer_config.json").is_file():
+            hf = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+        else:  # a bare tokenizer.json (DeepSeek-V3.1's): its special tokens from the manifest's chat_template
+            from transformers import PreTrainedTokenizerFast
+
+            special = dict((manifest.chat_template or {}).get("special_tokens", {}))
+            hf = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), **special)
     missing = _missing_peers()
     for peer in PEERS:
         if peer not in support:
-            print(f"  {peer:<16} not run: {NO_HF_TOKENIZER.get(manifest.profile, 'no renderer set up here')}")
-            row[peer] = "n/a"
+            why = NO_RENDERER.get((manifest.profile, peer)) or NO_HF_TOKENIZER.get(manifest.profile, "no renderer set up here")
+            print(f"  {peer:<16} not run: {why}")
+            row[peer] = "n/a" if manifest.profile in NO_HF_TOKENIZER else why
             continue
         if peer in missing:
             print(f"  {peer:<16} not run: not installed here (pip install {PEER_PACKAGES[peer]}, or --env DIR)")

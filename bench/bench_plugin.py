@@ -1,5 +1,6 @@
 """Benchmark of a whole ``pytest --tokfidelity-dataset`` run against raw encode, on a synthetic dataset of one
-family (``--family``: Kimi K2.5, the default; Qwen3; DeepSeek-V3).
+family (``--family``: Kimi K2.5, the default; Qwen3; DeepSeek-V3; Llama 3.1; Qwen3-Coder; DeepSeek-V3.1;
+DeepSeek-V3.2), with the tokenizer (and chat template) of that family's shipped golden dataset.
 
 Goals (issue 14): on 2 cores, from 6,000 samples of about 3,500 tokens up, the whole suite takes at
 most 1.0x the raw single-thread encode time of the same texts (measured here, in this script), and
@@ -11,17 +12,19 @@ harmless re-split (accepted by the manifest's policy), as real model output does
 
 Every sample has a prompt of realistic length (issue 23): a user turn of prose, a system turn from a
 small pool in half of them, and in 60% a tool set drawn from B1's real tool sets; its prompt_ids are what
-the family's own template renders (Kimi K2.5: tools declared in TypeScript, as its tokenizer does), and the
+the family's own prompt renderer gives (Kimi K2.5: tools declared in TypeScript, as its tokenizer does), and the
 suite renders and checks each one. The raw baseline encodes the prompt texts too (special tokens allowed,
 as the engine), and ``--modes lone-prompts-off`` runs the suite without its prompt verdicts.
 ``--modes lone-diverging`` runs it on a copy whose every sample has a wrong stop id (every sample fails
 with its diagnosis; pytest's failure summary included), for the cost of a run where a whole dataset fails.
 
-Qwen3 samples are ``<think>`` reasoning ``</think>`` content ``<|im_end|>``; DeepSeek-V3's are content
-(prose, then code) and ``<｜end▁of▁sentence｜>``.
+Qwen3 samples are ``<think>`` reasoning ``</think>`` content ``<|im_end|>``; the other families' are content
+(prose, then code) and their stop token (DeepSeek-V3.1: generated with thinking off). Prompts are rendered by the
+family's own prompt renderer (DeepSeek-V3.2: its encoder; DeepSeek-V3.1: the chat template its dataset's manifest
+names).
 
-The baseline is the raw tokenizer on one thread: for Kimi tiktoken's ``encode_ordinary``, for Qwen3 and
-DeepSeek-V3 plain ``tokenizers`` encode (the encoder a user would otherwise run), of every text, best of two
+The baseline is the raw tokenizer on one thread: for Kimi tiktoken's ``encode_ordinary``, for a
+``tokenizer.json`` family plain ``tokenizers`` encode (the encoder a user would otherwise run), of every text, best of two
 passes (wall and CPU seconds; ``--raw-passes 1`` for one, where a pass takes many minutes). With ``--repeat N`` (N >= 2) the runs are interleaved instead: N rounds
 of one raw pass, then each pytest configuration once, and each run is compared with its own round's
 raw pass (the median ratio decides): a shared machine's speed drifts by 10-20% within minutes, and a
@@ -81,23 +84,45 @@ def text_pools(limit_chars: int = 8_000_000) -> tuple[str, str]:
     return "\n".join(prose), "\n".join(code)
 
 
-# family -> its tokenizer spec (the profile has the family's name)
-FAMILIES = {"kimi-k2.5": "kimi-k2.5", "qwen3": "qwen3", "deepseek-v3": "deepseek-v3"}
+# family (its profile's name) -> the shipped golden dataset whose tokenizer and chat template it uses
+FAMILIES = {"kimi-k2.5": "B1_glaive", "qwen3": "Q1_glaive", "deepseek-v3": "D1_glaive", "llama3": "L1_glaive",
+            "qwen3-coder": "C1_glaive", "deepseek-v3.1": "D31_glaive", "deepseek-v3.2": "D32_glaive"}
+
+
+def family_manifest(family: str) -> dict:
+    """The synthetic dataset's manifest: the family's profile, with the tokenizer and the chat template of its
+    shipped dataset."""
+    shipped = json.loads((ROOT / "golden" / FAMILIES[family] / "manifest.json").read_text(encoding="utf-8"))
+    assert shipped["profile"] == family, (FAMILIES[family], shipped["profile"])
+    return {"name": "BENCH", "profile": family, "tokenizer": shipped["tokenizer"], "source": "bench/bench_plugin.py",
+            **({"chat_template": shipped["chat_template"]} if "chat_template" in shipped else {}),
+            "accept": {"non-canonical-split": 0.001}}
+
+
+def bound(folder: Path):
+    """(tokenizer, profile) of a dataset, with the chat template its manifest names."""
+    from pipeline.core.golden import load_manifest
+    from pipeline.core.prompt_renderers import use_manifest_template
+
+    manifest = load_manifest(folder)
+    tok = load_tokenizer(manifest.tokenizer)
+    profile = bind_profile(manifest.profile, tok)
+    use_manifest_template(manifest, profile, tok)
+    return tok, profile
 
 
 def make_dataset(folder: Path, manifest: dict, n: int, tokens: int, split_share: float, seed: int = 0):
     """Write a dataset of n samples, streamed (40,000 samples of ids would not fit in memory as lists);
     return (tokenizer, tokens written, the texts as a re-readable sequence)."""
     family = manifest["profile"]
-    tok = load_tokenizer(FAMILIES[family])
-    profile = bind_profile(family, tok)
+    write_dataset(folder, manifest, [])
+    tok, profile = bound(folder)
     prose, code = text_pools()
     rng = random.Random(seed)
     spans = []  # (prose start, prose end, code start, code end): the texts, without holding them
     prompts: list[str] = []  # each sample's rendered prompt text
     conversation = Conversations(profile, tok, prose, rng)
     n_tokens = 0
-    write_dataset(folder, manifest, [])
     with open(folder / "samples.jsonl", "w", encoding="utf-8") as f:
         for i in range(n):
             chars = int(tokens * 4.0 * rng.uniform(0.7, 1.3))
@@ -110,10 +135,10 @@ def make_dataset(folder: Path, manifest: dict, n: int, tokens: int, split_share:
                 parts[-1] = _one_resplit(tok, parts[-1])
             ids = _layout(parts, profile)
             n_tokens += len(ids)
-            messages, tools, prompt = conversation()
-            prompts.append(prompt)
+            messages, tools, prompt_ids = conversation()
+            prompts.append(tok.decode(prompt_ids))
             sample = {"id": f"b{i:06d}", "messages": messages, **({"tools": tools} if tools else {}),
-                      "prompt_ids": tok.encode(prompt), "output_ids": ids, "finish_reason": "stop"}
+                      "prompt_ids": prompt_ids, "output_ids": ids, "finish_reason": "stop"}
             f.write(json.dumps(sample, ensure_ascii=False, separators=(",", ":")) + "\n")
     return tok, n_tokens, Texts(prose, code, spans, family, prompts)
 
@@ -129,18 +154,18 @@ SYSTEM_TURNS = (
 
 class Conversations:
     """Realistic prompts: a prose user turn (100-1,500 characters), a system turn from SYSTEM_TURNS in
-    half of them, and one of B1's real tool sets in 60%; rendered by the family's own template."""
+    half of them, and one of B1's real tool sets in 60%; rendered by the family's own prompt renderer."""
 
     def __init__(self, profile, tok, prose: str, rng: random.Random):
-        from pipeline.core.render import render_text
+        from pipeline.core.prompt_renderers import render_prompt
 
-        self.render = lambda messages, tools: render_text(messages, tools, profile, tok)
+        self.render = lambda messages, tools: render_prompt(messages, tools, profile, tok)
         self.prose, self.rng = prose, rng
         with open(ROOT / "golden" / "B1_glaive" / "samples.jsonl", encoding="utf-8") as f:
             sets = {json.dumps(s["tools"]): s["tools"] for s in map(json.loads, f) if s.get("tools")}
         self.tool_sets = list(sets.values())
 
-    def __call__(self) -> tuple[list[dict], list | None, str]:
+    def __call__(self) -> tuple[list[dict], list | None, list[int]]:
         rng = self.rng
         n = int(rng.uniform(100, 1500))
         start = rng.randrange(0, len(self.prose) - n)
@@ -284,8 +309,7 @@ def judge_breakdown(dataset: Path, family: str = "kimi-k2.5", n: int = 500) -> s
     from pipeline.core.views import api_view
     from pytest_tokfidelity.index import SampleIndex
 
-    tok = load_tokenizer(FAMILIES[family])
-    profile = bind_profile(family, tok)
+    tok, profile = bound(dataset)
     judge = Judge(profile, tok, "sglang", {"non-canonical-split": 0.001})
     index = SampleIndex(dataset / "samples.jsonl")
     n = min(n, len(index))
@@ -430,7 +454,9 @@ def diverging_copy(golden: Path, tok, family: str) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--family", default="kimi-k2.5", choices=sorted(FAMILIES))
+    ap.add_argument("--family", default="kimi-k2.5", choices=sorted(FAMILIES),
+                    help="the synthetic dataset's family, with the tokenizer and chat template of its shipped dataset: "
+                    + ", ".join(f"{f} ({d})" for f, d in FAMILIES.items()))
     ap.add_argument("--samples", type=int, default=6000)
     ap.add_argument("--tokens", type=int, default=3500)
     ap.add_argument("--split-share", type=float, default=0.05, help="share of samples with one harmless re-split")
@@ -461,8 +487,7 @@ def main() -> int:
                 print(f"machine: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
                 return 0
         t = time.perf_counter()
-        manifest = {"name": "BENCH", "profile": args.family, "tokenizer": FAMILIES[args.family], "source": "bench/bench_plugin.py",
-                    "accept": {"non-canonical-split": 0.001}}
+        manifest = family_manifest(args.family)
         golden = tmp / "golden"
         dataset = golden / "BENCH"
         tok, n_tokens, texts = make_dataset(dataset, manifest, args.samples, args.tokens, args.split_share)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "scripts"))  # scripts/_support: shared with the tests, which it never imports
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_plugin import text_pools  # noqa: E402
@@ -140,7 +140,7 @@ def synthetic(samples: int, tokens: int) -> dict:
 
 
 def shipped_results(work: Path) -> Path:
-    from report_support import SHIPPED, run_pytest
+    from _support.pytest_runs import SHIPPED, run_pytest
     import shutil
 
     for name in SHIPPED:
@@ -156,7 +156,7 @@ def browser_load(page: Path) -> tuple[int, float, float, float]:
     run (load and paint), and of a --screenshot run on an empty page: the browser's own start and stop)."""
     import time as _time
 
-    from browser import Browser, Dom, RecordingProxy
+    from _support.browser import Browser, Dom, RecordingProxy
 
     proxy = RecordingProxy()
     b = Browser(proxy)

@@ -1,6 +1,7 @@
 """tokfidelity as a library: what a project calls from its own code (docs/your-code.md).
 
-Load a dataset's tokenizer and profile once (``load``), then per sample:
+Load a tokenizer and profile once (``load``; a golden dataset's as its manifest says, chat template
+included: ``load_dataset``), then per sample:
 
 * ``reconstruct(response, bound)``: the output ids tokfidelity rebuilds from a response's text;
 * ``render_prompt_ids(messages, tools, chat_template_kwargs, bound)``: the prompt ids the engine feeds
@@ -30,7 +31,7 @@ from .core.profiles import Profile
 from .core.tokenizer import Tokenizer
 
 __all__ = [
-    "Bound", "load", "reconstruct", "render_prompt_ids", "server_response", "judge_sample", "diagnose",
+    "Bound", "load", "load_dataset", "reconstruct", "render_prompt_ids", "server_response", "judge_sample", "diagnose",
     "TokenizerFacade", "Verdict", "Diagnosis", "TokfidelityError", "EXACT", "POLICY", "DIVERGENT", "BAD_INPUT",
 ]
 
@@ -58,6 +59,19 @@ def load(profile: str, tokenizer: str) -> Bound:
     location = tokenizer_location(tokenizer)
     loaded, bound = bind_dataset(profile, location)
     return Bound(loaded, bound, location)
+
+
+def load_dataset(folder: str) -> Bound:
+    """``load`` as a golden dataset's manifest says: its profile, its tokenizer and the chat template file it
+    names (``chat_template``, checked against its sha256: a ``TokfidelityError`` naming the manifest and field
+    when it differs)."""
+    from .core.golden import load_manifest
+    from .core.prompt_renderers import use_manifest_template
+
+    manifest = load_manifest(folder)
+    bound = load(manifest.profile, manifest.tokenizer)
+    use_manifest_template(manifest, bound.profile, bound.tokenizer)
+    return bound
 
 
 def reconstruct(response: Mapping[str, Any], bound: Bound) -> list[int]:

@@ -73,8 +73,7 @@ class DatasetRun:
         except GoldenError as e:
             self.manifest_error = str(e)
         else:
-            if self.manifest.problems:
-                self.manifest_error = "\n".join(str(p) for p in self.manifest.problems)
+            self.manifest_error = "\n".join(str(p) for p in self.manifest.problems) or None
         views = self.views
         self.multi_view = len(views) > 1 and self.view_error is None
         # the keys of this dataset's counts (session.counts), one per view: its name alone when it has one view
@@ -129,9 +128,9 @@ class DatasetRun:
         judge = self._setup[0] if self._setup is not None else None
         if judge is None:
             return Pins(golden)
-        from pipeline.core.render import template_digest, template_pin
+        from pipeline.core.prompt_renderers import prompt_template_pins
 
-        return Pins(golden, dict(judge.tokenizer.file_digests), template_pin(judge.tokenizer), template_digest(judge.tokenizer))
+        return Pins(golden, dict(judge.tokenizer.file_digests), *prompt_template_pins(judge.profile, judge.tokenizer))
 
     @property
     def fd(self) -> int:
@@ -180,6 +179,7 @@ class DatasetRun:
         if self.manifest is None:
             return None, f"the manifest has no usable profile and tokenizer: {self.manifest_error}"
         from pipeline.core.profiles import bind_profile
+        from pipeline.core.prompt_renderers import TemplateMismatch, use_manifest_template
         from pipeline.core.tokenizer import TokenizerNotFound, load_tokenizer, tokenizer_location
 
         where = "--tokfidelity-tokenizer" if self.tokenizer_override else f"{self.dir / 'manifest.json'}: field 'tokenizer'"
@@ -190,14 +190,14 @@ class DatasetRun:
             return None, f"{where}: {e.summary()}\nnext: {e.advice('--tokfidelity-tokenizer=PATH')}"
         except Exception as e:  # noqa: BLE001 - shown in the dataset's tests, never crashing the session
             return None, f"{where}: cannot load {self.tokenizer_spec!r}: {e}"
-        try:
+        try:  # then the manifest's chat template checked, and the template read (and pinned) once, before judges fork
             profile = bind_profile(self.manifest.profile, tokenizer)
+            use_manifest_template(self.manifest, profile, tokenizer)
+        except TemplateMismatch as e:  # said by test_manifest, once
+            return None, str(e)
         except Exception as e:  # noqa: BLE001
             return None, f"{self.dir / 'manifest.json'}: field 'profile': {e}"
         explain = self.explain(tokenizer, profile) if self.explain is not None else None
-        from pipeline.core.render import template_pin
-
-        template_pin(tokenizer)  # the chat template read (and pinned) once, before judges fork
         # one judge per view, sharing the tokenizer and profile; the first renders each sample's prompt for all
         views = self.views if self.view_error is None else self.views[:1]
         from pipeline.core.own_code import bound_reconstructor, bound_renderer
@@ -225,7 +225,9 @@ class DatasetRun:
         (MiniJinja's, or transformers' renderer where MiniJinja cannot render it identically: about 1.1-1.5 s
         of CPU to import), when prompts are judged and the first sample records prompt_ids."""
         judge = self._setup[0] if self._setup is not None else None
-        if judge is None or judge.prompts is None or judge.profile.spec.prompt_renderer != "template" or not len(self.index):
+        from pipeline.core.prompt_renderers import prompt_renderer
+
+        if judge is None or judge.prompts is None or not prompt_renderer(judge.profile).uses_template or not len(self.index):
             return
         if getattr(self.index.read(0, self.fd), "prompt_ids", None) is not None:
             from pipeline.core.render import RenderError, renderer_for

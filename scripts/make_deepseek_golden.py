@@ -27,19 +27,34 @@ for p in (ROOT, ROOT / "scripts"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-import conftest  # noqa: E402,F401 - the tests' set-up: tokenizers root and DeepSeek-V3.1's template overlay
 from kimi_golden import b1_glaive  # noqa: E402
 from make_family_golden import answer_turns, coding_turns, tool_turns  # noqa: E402
 from make_kimi_golden import _pick_quirk_targets, known_divergence_rate  # noqa: E402
-from pipeline.core.dsv32_prompts import dsml_arguments, dsv32_prompt_ids  # noqa: E402
+from pipeline.core.dsv32_prompts import dsml_arguments  # noqa: E402
 from pipeline.core.families import family_of  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile, get_profile_spec  # noqa: E402
-from pipeline.core.render import render_prompt  # noqa: E402
+from pipeline.core.pins import file_sha256  # noqa: E402
+from pipeline.core.prompt_renderers import render_prompt  # noqa: E402
+from pipeline.core.render import TemplateChoice, use_chat_template  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
 
 FAMILIES = {"D31_glaive": "deepseek-v3.1", "D32_glaive": "deepseek-v3.2"}
 TOKENIZER = "deepseek-ai/DeepSeek-V3.1"
+# The tokenizer folder has two template copies and none of its own: the manifest names the one rendered
+# (with the bos and eos tokens of the model's tokenizer_config.json, which the folder lacks) and pins it.
+CHAT_TEMPLATES = {"deepseek-v3.1": {"file": "chat_template.xinference.jinja", "special_tokens": {
+    "bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"}}}
+
+
+def chat_template(family: str, tokenizer) -> dict | None:
+    """The manifest's ``chat_template`` for the family (its file's sha256 read now), or None."""
+    declared = CHAT_TEMPLATES.get(family)
+    if declared is None:
+        return None
+    folder = Path(tokenizer.source)
+    folder = folder.parent if folder.is_file() else folder
+    return {"file": declared["file"], "sha256": file_sha256(folder / declared["file"]), "special_tokens": declared["special_tokens"]}
 
 
 class Writer:
@@ -54,8 +69,7 @@ class Writer:
         return self.cases.write(self.tok, self.profile, t, stop=stop)
 
     def prompt_ids(self, messages, tools, kwargs) -> list[int]:
-        if self.family == "deepseek-v3.2":
-            return dsv32_prompt_ids(messages, tools, kwargs, self.tok)
+        """The family's own prompt renderer (DeepSeek-V3.2: its encoder; V3.1: the template the manifest names)."""
         return render_prompt(messages, tools, self.profile, self.tok, chat_template_kwargs=kwargs)
 
 
@@ -223,6 +237,9 @@ QUIRKS = {
 def build(dataset: str):
     family = FAMILIES[dataset]
     tokenizer = load_tokenizer(TOKENIZER)
+    declared = chat_template(family, tokenizer)
+    if declared is not None:
+        use_chat_template(tokenizer, TemplateChoice(declared["file"], declared["sha256"], tuple(sorted(declared["special_tokens"].items()))))
     w = Writer(family, tokenizer, bind_profile(family, tokenizer))
     rng = random.Random(20261203 + len(dataset) + (family == "deepseek-v3.2"))
     tool_thinking = 0.0 if family == "deepseek-v3.1" else 0.3  # V3.1 calls tools in non-thinking mode only
@@ -295,7 +312,9 @@ SOURCES = {
 def manifest(dataset, samples, views):
     family = FAMILIES[dataset]
     return {
-        "name": dataset, "profile": family, "tokenizer": TOKENIZER, "api_views": views, "source": SOURCES[family],
+        "name": dataset, "profile": family, "tokenizer": TOKENIZER, "api_views": views,
+        **({"chat_template": chat_template(family, load_tokenizer(TOKENIZER))} if family in CHAT_TEMPLATES else {}),
+        "source": SOURCES[family],
         "description": f"{family} tool-calling (typed, nested, non-ASCII and multi-line arguments), coding and answer turns "
         "with thinking on and off, multi-turn conversations with tool results, length cuts, one quirk sample per "
         "divergence class the format allows.",

@@ -30,7 +30,7 @@ from make_kimi_golden import known_divergence_rate  # noqa: E402
 from pipeline.core.golden import write_dataset  # noqa: E402
 from pipeline.core.profiles import bind_profile  # noqa: E402
 from pipeline.cases.llama_coder_outputs import LLAMA3  # noqa: E402
-from pipeline.core.render import render_prompt  # noqa: E402
+from pipeline.core.prompt_renderers import render_prompt  # noqa: E402
 from pipeline.core.tokenizer import load_tokenizer  # noqa: E402
 
 DATASET, TOKENIZER = "L1_glaive", "llama-3.1"

@@ -34,6 +34,7 @@ def measure(dataset: Path, template: str, template_kwargs: dict | None = None, s
     from pipeline.core.binding import bind_dataset
     from pipeline.core.fidelity import EXACT, Judge
     from pipeline.core.golden import GoldenSample, load_manifest, read_samples
+    from pipeline.core.prompt_renderers import use_manifest_template
     from pipeline.core.tokenizer import tokenizer_location
     from pipeline.core.trainers import CLASS_PREFIX, TrainerError, load_trainer
 
@@ -44,6 +45,7 @@ def measure(dataset: Path, template: str, template_kwargs: dict | None = None, s
     except TrainerError as e:
         return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0].split(' (')[0]} |"
     tokenizer, profile = bind_dataset(manifest.profile, location)
+    use_manifest_template(manifest, profile, tokenizer)  # the chat template file the manifest names, checked
     judge = Judge(profile, tokenizer, manifest.views[0], trainer=trainer)
     classes: collections.Counter = collections.Counter()
     exact = total = 0
@@ -71,8 +73,7 @@ def speculators_rows(wanted: set[str]) -> None:
     from pipeline.core.tokenizer import tokenizer_location
     from pipeline.stages.model_folder import model_folder
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    from servers.vllm_server import (
+    from _support.vllm_server import (  # scripts/_support: this script's folder is first on the path
         RENDER_CONFIGS, SERVER_ARGS, render_model_folder, start_vllm_render, stop_vllm, unavailable,
     )
 

@@ -6,10 +6,18 @@ Tokenizer files come from ``TOKFIDELITY_TOKENIZERS``; unset, it defaults to ``..
 """
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
 from tokenizer_roots import DEFAULT_ROOT
+
+# scripts/_support: what the tests share with the scripts and the bench (a server launcher, a headless browser,
+# a plugin run), kept there so that those never import the tests
+_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
+if _SCRIPTS not in sys.path:
+    sys.path.insert(0, _SCRIPTS)
 
 if not os.environ.get("TOKFIDELITY_TOKENIZERS") and DEFAULT_ROOT.is_dir():
     os.environ["TOKFIDELITY_TOKENIZERS"] = str(DEFAULT_ROOT)

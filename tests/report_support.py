@@ -10,12 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _support.pytest_runs import SHIPPED, run_pytest  # noqa: F401 - shared with bench/bench_report.py; re-exported here
 from pipeline.core.golden import write_dataset
 from pipeline.core.profiles import bind_profile
 from pipeline.core.tokenizer import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = tuple(sorted(p.parent.name for p in (ROOT / "golden").glob("*/manifest.json")))  # every shipped dataset
 PLANTED = "P9_planted"
 CHAS = 163533  # the ordinary token a wrong profile used for <|im_end|>
 
@@ -63,15 +63,6 @@ def make_golden(root: Path) -> Path:
     with open(path / "samples.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps({"id": "bad-line", "output_ids": "not ids", "finish_reason": "stop"}) + "\n")
     return golden
-
-
-def run_pytest(root: Path, out: Path, *args: str, datasets: str = "all") -> subprocess.CompletedProcess:
-    """``pytest --tokfidelity-dataset=... --tokfidelity-report=out`` in root, as a user runs it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", f"--tokfidelity-dataset={datasets}",
-           f"--tokfidelity-golden-dir={root / 'golden'}", f"--tokfidelity-state-dir={root / 'state'}",
-           f"--tokfidelity-report={out}", *args]
-    return subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
 
 
 def run_report_command(*args: str) -> subprocess.CompletedProcess:

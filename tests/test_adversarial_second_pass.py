@@ -292,7 +292,7 @@ def test_chat_template_kwargs_of_a_request_reach_the_built_prompt(tmp_path, prom
     """Where the server reports usage.prompt_tokens, build checks the prompt against it; where it does
     not, nothing would catch a prompt rendered without the request's template variables."""
     from pipeline.core.profiles import bind_profile
-    from pipeline.core.render import render_prompt
+    from pipeline.core.prompt_renderers import render_prompt
     from pipeline.stages.generate import check_record
     from pipeline.stages.prompts import Prompt
 

@@ -81,3 +81,26 @@ def test_bad_input_is_a_verdict_naming_the_field(kimi):
     assert verdict.kind == api.BAD_INPUT and "response.content" in verdict.report
     with pytest.raises(api.TokfidelityError):
         api.judge_sample({"id": "x", "finish_reason": "stop"}, kimi)
+
+
+def _prompted(dataset: str) -> list[dict]:
+    with open(GOLDEN / dataset / "samples.jsonl", encoding="utf-8") as f:
+        return [s for s in map(json.loads, f) if s.get("prompt_ids") and s.get("messages")]
+
+
+def test_render_prompt_ids_uses_the_familys_renderer_deepseek_v32():
+    """DeepSeek-V3.2 has no chat template: its prompts come from its encoder, through the same call."""
+    bound = api.load("deepseek-v3.2", "deepseek-ai/DeepSeek-V3.1")
+    samples = _prompted("D32_glaive")
+    assert len(samples) >= 20
+    for s in samples:
+        assert api.render_prompt_ids(s["messages"], s.get("tools"), s.get("chat_template_kwargs"), bound) == s["prompt_ids"], s["id"]
+
+
+def test_load_dataset_renders_with_the_template_its_manifest_names():
+    """DeepSeek-V3.1's tokenizer folder has no template of its own: the manifest names the file (and pins it)."""
+    bound = api.load_dataset(str(GOLDEN / "D31_glaive"))
+    samples = _prompted("D31_glaive")
+    assert len(samples) >= 20
+    for s in samples:
+        assert api.render_prompt_ids(s["messages"], s.get("tools"), s.get("chat_template_kwargs"), bound) == s["prompt_ids"], s["id"]

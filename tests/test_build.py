@@ -10,7 +10,7 @@ import pytest
 from pipeline.cli import main
 from pipeline.stages.export import read_training_records
 from pipeline.core.golden import write_dataset
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
 from servers.gates import open_gate
 from servers.http_server import FaultyServer

@@ -11,7 +11,7 @@ from pipeline.stages.prompts import Prompt
 from pipeline.stages.capture.sglang_engine import SGLangEngine, SGLangError
 from pipeline.cli import main
 from pipeline.core.golden import load_manifest, read_samples
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 from servers.http_server import FaultyServer
 from servers.sglang import SGLangAnswers
 

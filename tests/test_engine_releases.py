@@ -1,7 +1,7 @@
 """Every view agrees with every recorded engine release, without the release installed.
 
 ``tests/engine_responses/<engine>-<version>.json.gz`` holds what a release's own code returned for each
-vLLM differential case (``scripts/record-engine-responses``; ``vllm_support/recorded.py``). The cases are
+vLLM differential case (``tests/record-engine-responses``; ``vllm_support/recorded.py``). The cases are
 rebuilt from their seeds, each checked against the recorded digest of its input, and each view standing
 for that release (``View.engine`` and ``View.version``: ``vllm`` for 0.33.0, ``vllm-0.32`` for 0.32.0)
 must give the recorded response field by field (random call ids compared by shape). Every release a
@@ -35,7 +35,7 @@ def recorded():
 
 def test_every_vllm_release_a_view_stands_for_is_recorded(recorded):
     for version in (VLLM_VERSION, *VLLM_OLDER):
-        assert ("vllm", version) in recorded, f"no recorded responses of vllm {version}: run scripts/record-engine-responses"
+        assert ("vllm", version) in recorded, f"no recorded responses of vllm {version}: run tests/record-engine-responses"
 
 
 @pytest.mark.parametrize("release", [f"vllm-{v}" for v in (VLLM_VERSION, *VLLM_OLDER)])
@@ -45,7 +45,7 @@ def test_views_agree_with_the_recorded_release(release, groups, recorded):
     report = []
     for group in groups:
         cases = doc["groups"].get(group_key(group))
-        assert cases is not None, f"{release}: no recording of {group_key(group)}: run scripts/record-engine-responses"
+        assert cases is not None, f"{release}: no recording of {group_key(group)}: run tests/record-engine-responses"
         assert set(cases) == set(group.cases), f"{release} {group_key(group)}: cases changed since recording"
         names = [n for n, v in group.profile.spec.views.items() if v.engine == engine and v.version == version]
         assert names, f"{group.family} has no view for {release}"

@@ -224,3 +224,32 @@ def test_judged_views_reads_views_and_falls_back_to_the_single_view_of_older_rec
     assert gate.judged_views({"views": "sglang"}) == frozenset()  # damaged: not a list, never a list of letters
     open_record(dataset, tmp_path / "state")
     assert gate.judged_views(gate.read_record(tmp_path / "state", dataset.name)) == {"sglang"}
+
+
+def test_a_template_the_manifest_names_is_pinned_and_a_changed_one_closes_the_gate(tmp_path):
+    """A tokenizer folder with no template of its own (DeepSeek-V3.1's): the manifest names the file and pins its
+    sha256; the gate opens in a shell with nothing set, and a changed file keeps it shut, naming the manifest's field."""
+    import hashlib
+
+    from tokenizer_roots import SHARED
+
+    tok_dir = tmp_path / "deepseek-v3.1"
+    tok_dir.mkdir()
+    (tok_dir / "tokenizer.json").symlink_to(SHARED / "deepseek-v3.1" / "tokenizer.json")
+    jinja = tok_dir / "chat_template.xinference.jinja"
+    jinja.write_bytes((SHARED / "deepseek-v3.1" / "chat_template.xinference.jinja").read_bytes())
+    tok = load_tokenizer(str(tok_dir))
+    declared = {"file": jinja.name, "sha256": hashlib.sha256(jinja.read_bytes()).hexdigest(),
+                "special_tokens": {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"}}
+    samples = [{"id": "a", "output_ids": tok.encode_ordinary("hi") + [1], "finish_reason": "stop"}]
+    manifest = {"name": "G1", "profile": "deepseek-v3.1", "tokenizer": str(tok_dir), "chat_template": declared,
+                "source": "tests/test_gate.py"}
+    dataset = write_dataset(tmp_path / "golden" / "G1_demo", manifest, samples)
+    path = open_record(dataset, tmp_path / "state", tokenizer_spec=str(tok_dir), tokenizer_fingerprint=tok.fingerprint,
+                       profile="deepseek-v3.1")
+    assert json.loads(path.read_text())["template_files"] == {str(jinja.resolve()): declared["sha256"]}
+    assert check(dataset, tmp_path / "state").open
+    jinja.write_text(jinja.read_text(encoding="utf-8").replace("## Tools", "## Functions"), encoding="utf-8")
+    status = check(dataset, tmp_path / "state")
+    assert not status.open
+    assert f"{dataset / 'manifest.json'}: field 'chat_template.sha256'" in status.message and str(jinja) in status.message

@@ -73,7 +73,7 @@ def test_kimi_manifests_say_constructed():
 
 def test_kimi_layout_and_prompts(kimi, profile):
     """Every output is laid out as Kimi writes it, and prompt ids are the real chat template's."""
-    from pipeline.core.render import render_prompt
+    from pipeline.core.prompt_renderers import render_prompt
 
     tokenizer = kimi
     ids = profile.ids
@@ -159,7 +159,7 @@ def test_smollm2_model_file_is_the_one_recorded():
 
 
 def test_smollm2_samples_are_engine_output():
-    from pipeline.core.render import render_prompt
+    from pipeline.core.prompt_renderers import render_prompt
 
     m = load_manifest(GOLDEN / "smollm2-chat")
     tokenizer = load_tokenizer(m.tokenizer)

@@ -9,7 +9,7 @@ from pathlib import Path
 from pipeline.core.fidelity import EXACT, Judge
 from pipeline.core.golden import GoldenError, load_manifest, read_samples
 from pipeline.core.profiles import bind_profile
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
 
 DATASET = Path(__file__).resolve().parent.parent / "golden" / "smollm2-vllm"

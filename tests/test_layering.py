@@ -195,3 +195,44 @@ def test_code_fingerprint_covers_every_core_module():
     plugin = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pytest_tokfidelity").rglob("*.py")}
     assert core | plugin <= hashed
     assert not any(name.startswith(("pipeline/stages", "pipeline/commands")) for name in hashed)
+
+
+def _python_files(folder: Path) -> list[Path]:
+    """The Python files of a folder: ``*.py``, and the executable scripts without a suffix whose first line names python."""
+    out = []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        if path.suffix == ".py" or (not path.suffix and path.read_bytes()[:64].startswith(b"#!") and b"python" in path.read_bytes()[:64]):
+            out.append(path)
+    return out
+
+
+def test_scripts_and_bench_never_import_the_tests():
+    """The scripts and the bench run without the test suite: what they share with it lives in scripts/_support
+    (the tests re-export it). Neither a test module, the tests' support packages nor a conftest is imported,
+    and tests/ is never put on the path."""
+    import ast
+
+    test_modules = {p.stem for p in (ROOT / "tests").glob("*.py")} | {p.name for p in (ROOT / "tests").iterdir() if (p / "__init__.py").is_file()}
+    test_modules |= {"conftest", "tests"}
+    files = _python_files(ROOT / "scripts") + _python_files(ROOT / "bench")
+    assert len(files) > 15 and any(p.name == "trainer_table.py" for p in files)
+    bad = []
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            names += [node.args[0].value for node in [node] if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "__import__"
+                      and node.args and isinstance(node.args[0], ast.Constant)]
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in test_modules]
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("insert", "append") and "path" in ast.unparse(node.func) \
+                    and '"tests"' in ast.unparse(node).replace("'", '"'):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} puts the tests on the path ({ast.unparse(node)})")
+            if isinstance(node, ast.For) and '"tests"' in ast.unparse(node.iter).replace("'", '"') and "sys.path" in ast.unparse(node):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} puts the tests on the path ({ast.unparse(node.iter)})")
+    assert not bad, "scripts and bench must not depend on the tests (move the shared piece to scripts/_support):\n" + "\n".join(bad)

@@ -33,7 +33,10 @@ from tokenizer_roots import SHARED
 from pipeline.core import chat_renderer, render
 from pipeline.core.chat_renderer import ChatRenderer, TemplateFallback
 from pipeline.core.minijinja_renderer import MiniJinjaTemplate, TemplateRaised, Unsupported, plain_inputs, unsupported
+from pipeline.core.golden import load_manifest
 from pipeline.core.profiles import bind_profile, get_profile_spec
+from pipeline.core.prompt_renderers import prompt_renderer
+from pipeline.core.prompt_renderers import use_manifest_template
 from pipeline.core.render import RenderError, chat_template, prepare, template_inputs
 from pipeline.core.template_adapter import Prepared, TemplateRenderer
 from pipeline.core.tokenizer import load_tokenizer
@@ -48,7 +51,7 @@ def template_datasets() -> dict[str, dict]:
     out = {}
     for manifest in sorted(GOLDEN.glob("*/manifest.json")):
         data = json.loads(manifest.read_text(encoding="utf-8"))
-        if get_profile_spec(data["profile"]).prompt_renderer == "template":  # not openai-harmony's or an encoder's
+        if prompt_renderer(get_profile_spec(data["profile"])).uses_template:  # not openai-harmony's or an encoder's
             out[manifest.parent.name] = data
     return out
 
@@ -57,17 +60,21 @@ def shipped_templates() -> dict[str, tuple[str, str]]:
     """(profile, tokenizer spec) per distinct shipped template, named by profile."""
     out = {}
     for data in template_datasets().values():
-        out.setdefault(data["profile"], (data["profile"], data["tokenizer"]))
+        out.setdefault(data["profile"], (data["profile"], data["tokenizer"], data["name"]))
     return out
 
 
 _bound: dict = {}
 
 
-def bound(profile_name: str, spec: str):
+def bound(profile_name: str, spec: str, dataset: str | None = None):
+    """The tokenizer and profile, with the chat template the dataset's manifest names (where it names one)."""
     if (profile_name, spec) not in _bound:
         tok = load_tokenizer(tokenizer_location(spec))
-        _bound[profile_name, spec] = (tok, bind_profile(profile_name, tok))
+        profile = bind_profile(profile_name, tok)
+        if dataset is not None:
+            use_manifest_template(load_manifest(GOLDEN / dataset), profile, tok)
+        _bound[profile_name, spec] = (tok, profile)
     return _bound[profile_name, spec]
 
 
@@ -104,7 +111,7 @@ def compare(tok, profile, messages, tools, kwargs, add_generation_prompt) -> tup
 @pytest.mark.parametrize("dataset", sorted(template_datasets()))
 def test_every_shipped_conversation_renders_identically(dataset):
     manifest = template_datasets()[dataset]
-    tok, profile = bound(manifest["profile"], manifest["tokenizer"])
+    tok, profile = bound(manifest["profile"], manifest["tokenizer"], dataset)
     compared = 0
     for line in (GOLDEN / dataset / "samples.jsonl").read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)

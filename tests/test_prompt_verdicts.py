@@ -14,7 +14,7 @@ from pipeline.cli import main
 from pipeline.core import gate
 from pipeline.core.binding import bind_dataset
 from pipeline.core.golden import write_dataset
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 from test_plugin import KIMI, exact_samples, record, run
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -196,9 +196,11 @@ def test_every_shipped_sample_renders_to_its_prompt_ids(name):
     """G1 included: gpt-oss prompts through openai-harmony's render_conversation_for_completion."""
     from pipeline.core.golden import load_manifest, read_samples
     from pipeline.core.prompt_check import PROMPT_EXACT, PromptJudge
+    from pipeline.core.prompt_renderers import use_manifest_template
 
     manifest = load_manifest(GOLDEN / name)
     tok, profile = bind_dataset(manifest.profile, manifest.tokenizer)
+    use_manifest_template(manifest, profile, tok)  # the template file the manifest names (D31), checked
     judge = PromptJudge(profile, tok)
     samples = list(read_samples(GOLDEN / name))
     verdicts = {s.id: judge(s) for s in samples}

@@ -23,7 +23,8 @@ from transformers.utils.chat_template_utils import _normalize_chat_messages, ren
 
 from pipeline.core.kimi_tools_ts import deep_sort
 from pipeline.core.profiles import bind_profile
-from pipeline.core.render import RenderError, chat_template, render_prompt, render_text
+from pipeline.core.prompt_renderers import render_prompt
+from pipeline.core.render import RenderError, chat_template, render_text
 from pipeline.core.tokenizer import load_tokenizer
 
 from tokenizer_roots import SHARED  # noqa: E402 - TOKFIDELITY_TOKENIZERS, else ../shared/tokenizers
@@ -171,8 +172,8 @@ def test_kimi_k2_renders_its_template_with_sorted_json_tools():
 
 
 def _own_template(name: str) -> bool:
-    """Whether the profile's tokenizer folder holds its chat template (DeepSeek-V3.1's is supplied from
-    elsewhere: conftest's TOKFIDELITY_CHAT_TEMPLATES; its golden prompt verdicts check it)."""
+    """Whether the profile's tokenizer folder holds its chat template (DeepSeek-V3.1's folder has two copies and
+    none of its own: its dataset's manifest names one, test_manifest_names_the_chat_template checks it)."""
     folder = SHARED / name
     config = folder / "tokenizer_config.json"
     return (folder / "chat_template.jinja").exists() or (config.exists() and "chat_template" in config.read_text(encoding="utf-8"))

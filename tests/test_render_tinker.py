@@ -33,7 +33,7 @@ from kimi_ports.generated import generated_conversations
 from test_render import golden_conversations, official_ts
 
 from pipeline.core.kimi_tools_ts import deep_sort
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 
 PINS = {"tinker-cookbook": "0.6.1", "tinker": "0.38.0"}
 GENERATED = 700

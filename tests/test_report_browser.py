@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browser import Browser, Dom, RecordingProxy, chromium_path
+from _support.browser import Browser, Dom, RecordingProxy, chromium_path  # scripts/_support (tests/conftest.py)
 from report_support import PLANTED, ROOT, SHIPPED, make_golden, run_pytest
 
 OUTPUT = Path(os.environ.get("TOKFIDELITY_TEST_OUTPUT") or ROOT / "test-output") / "report-browser"

@@ -18,7 +18,10 @@ import pytest
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from pipeline.core import template_adapter
-from pipeline.core.profiles import bind_profile
+from pipeline.core.golden import load_manifest
+from pipeline.core.profiles import bind_profile, get_profile_spec
+from pipeline.core.prompt_renderers import prompt_renderer
+from pipeline.core.prompt_renderers import use_manifest_template
 from pipeline.core.render import chat_template, prepare, render_with, special_token_variables, template_inputs
 from pipeline.core.template_adapter import Prepared, TemplateRenderer
 from pipeline.core.tokenizer import load_tokenizer
@@ -31,7 +34,7 @@ def template_datasets():
     out = []
     for manifest in sorted(GOLDEN.glob("*/manifest.json")):
         data = json.loads(manifest.read_text(encoding="utf-8"))
-        if data["profile"] != "gpt-oss":  # rendered by openai-harmony, not a template
+        if prompt_renderer(get_profile_spec(data["profile"])).uses_template:  # not openai-harmony's or an encoder's
             out.append(manifest.parent.name)
     return out
 
@@ -67,6 +70,7 @@ def test_every_shipped_conversation_renders_as_render_jinja_template(dataset, pa
     manifest = json.loads((GOLDEN / dataset / "manifest.json").read_text(encoding="utf-8"))
     tok = load_tokenizer(tokenizer_location(manifest["tokenizer"]))
     profile = bind_profile(manifest["profile"], tok)
+    use_manifest_template(load_manifest(GOLDEN / dataset), profile, tok)  # the template file the manifest names
     checked = 0
     for line in (GOLDEN / dataset / "samples.jsonl").read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)

@@ -17,7 +17,7 @@ import pytest
 from pipeline.cli import main
 from pipeline.core.golden import write_dataset
 from pipeline.core.profiles import bind_profile
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 from pipeline.core.tokenizer import load_tokenizer
 from pipeline.stages.built_data import file_pin
 from pipeline.stages.export import SEAL_FIELD, export_seal

@@ -13,7 +13,7 @@ from pipeline.cli import main
 from pipeline.core.binding import bind_dataset
 from pipeline.core.golden import load_manifest, read_samples, write_dataset
 from pipeline.core.reconstruct import reconstruct_output_ids
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 MULTI_TURN = ("B1_glaive", "B3_magicoder", "D1_glaive", "Q1_glaive", "smollm2-chat")

@@ -46,6 +46,10 @@ def run(args) -> int:
     try:
         source = open_build_input(args.input)
         tokenizer, profile = bind_dataset(source.profile_name, args.tokenizer or source.tokenizer_spec)
+        if source.manifest is not None:
+            from ..core.prompt_renderers import use_manifest_template
+
+            use_manifest_template(source.manifest, profile, tokenizer)  # TemplateMismatch: a ValueError
     except (GoldenError, TokenizerNotFound, ProfileError, ValueError, KeyError) as e:
         print(f"tokfidelity build: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -123,10 +127,11 @@ def _template_fields(tokenizer, profile) -> dict:
     """What the prompts were rendered with: the chat template's content (the gated stages require the one the
     gate verified), the file it was read from, and the render settings (the profile's template variables; a
     sample's own chat_template_kwargs are kept on its record)."""
-    from ..core.render import render_settings, template_digest, template_pin
+    from ..core.prompt_renderers import prompt_template_pins
+    from ..core.render import render_settings
 
-    return {"template_sha256": template_digest(tokenizer), "template_files": template_pin(tokenizer),
-            "render": render_settings(profile.spec)}
+    files, digest = prompt_template_pins(profile, tokenizer)
+    return {"template_sha256": digest, "template_files": files, "render": render_settings(profile.spec)}
 
 
 def _prompts_off_gate(folder: str, state_dir: str | None) -> str | None:

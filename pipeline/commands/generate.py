@@ -96,6 +96,7 @@ def run(args) -> int:
     from ..core.profiles import ProfileError
     from ..core.binding import bind_dataset
     from ..core.tokenizer import TokenizerNotFound
+    from ..core.prompt_renderers import use_manifest_template
 
     def usage_error(message: str) -> int:
         print(f"tokfidelity generate: {message}", file=sys.stderr)
@@ -118,6 +119,7 @@ def run(args) -> int:
     try:
         manifest = dataset_manifest(args, status)
         tokenizer, profile = bind_dataset(args.profile or manifest.profile, gated_tokenizer(args, status, manifest))
+        use_manifest_template(manifest, profile, tokenizer)  # the chat template its manifest names; TemplateMismatch: a ValueError
         views = _served_views(args, profile, manifest, status)  # a bad --view-for, or run.json's view_for: ViewForError
         prompt_items = list(read_prompts(args.prompts))
         defaults = request_defaults(args)

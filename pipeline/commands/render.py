@@ -1,7 +1,8 @@
 """tokfidelity render: conversations (JSONL on stdin or in a file) -> prompt ids (JSONL on stdout).
 
 The prompt-side twin of ``tokfidelity reconstruct``: each line's generation prompt exactly as an engine
-running the model's own tokenizer feeds it (``pipeline.core.render.render_prompt``).
+running the model's own tokenizer feeds it (``pipeline.core.prompt_renderers.render_prompt``: the profile's
+own prompt renderer).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ HELP = "Render prompt token ids from conversations, one {\"messages\", \"tools\"
 
 
 def add_arguments(p):
-    p.add_argument("--profile", required=True, help=f"model turn format: one of {names_help()}")
-    p.add_argument("--tokenizer", required=True, help="tokenizer path, folder name or hub id (its folder holds the chat template)")
+    p.add_argument("--profile", help=f"model turn format: one of {names_help()} (default: the --dataset's)")
+    p.add_argument("--tokenizer", help="tokenizer path, folder name or hub id (its folder holds the chat template; default: the --dataset's)")
+    p.add_argument("--dataset", metavar="FOLDER", help="a golden dataset folder: render as its manifest says (profile, tokenizer, "
+                   "and the chat template file it names, checked against its sha256)")
     p.add_argument("input", nargs="?", help="JSONL file of conversations (default: stdin)")
 
 
@@ -31,7 +34,8 @@ def _conversation(item):
 
 
 def _render_lines(stream, name, profile, tokenizer, out) -> int:
-    from ..core.render import RenderError, render_prompt
+    from ..core.prompt_renderers import render_prompt
+    from ..core.render import RenderError
 
     def convert(item) -> dict:
         messages, tools, kwargs = _conversation(item)
@@ -43,14 +47,22 @@ def _render_lines(stream, name, profile, tokenizer, out) -> int:
 
 def run(args) -> int:
     from ..core.profiles import ProfileError
+    from ..core.golden import load_manifest
     from ..core.render import RenderError, chat_template
     from ..core.binding import bind_dataset
     from ..core.tokenizer import TokenizerNotFound
     from ..core.files import open_input
+    from ..core.prompt_renderers import prompt_renderer, use_manifest_template
 
     try:
-        tokenizer, profile = bind_dataset(args.profile, args.tokenizer)
-        chat_template(tokenizer)  # a tokenizer without a template is a usage error, before any line
+        manifest = load_manifest(args.dataset) if args.dataset else None
+        if not (args.profile or manifest) or not (args.tokenizer or manifest):
+            raise ValueError("give --profile and --tokenizer, or --dataset FOLDER")
+        tokenizer, profile = bind_dataset(args.profile or manifest.profile, args.tokenizer or manifest.tokenizer)
+        if manifest is not None:
+            use_manifest_template(manifest, profile, tokenizer)  # TemplateMismatch: a ValueError naming the field
+        if prompt_renderer(profile.spec).uses_template:
+            chat_template(tokenizer)  # a tokenizer without a template is a usage error, before any line
     except (TokenizerNotFound, ProfileError, RenderError, ValueError) as e:
         print(f"tokfidelity render: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -367,7 +367,7 @@ def _pinned_problems(record: Mapping[str, Any], dataset_dir: Path, tokenizer: st
         if (found := _tokenizer_problem(checked, record, command)) is not None:
             problems.append(found[0])
             steps.append(found[1])
-        elif template_problems := _template_problems(record, checked):
+        elif template_problems := _template_problems(record, checked, manifest):
             problems += template_problems
             steps.append(rerun)
     more = _render_problems(record) + code_changes
@@ -447,19 +447,24 @@ def check_gate(
         views=frozenset(judged_views(record)),  # a set whatever judged_views returns
         template_sha256=record.get("template_sha256"),
     )
-def _render_pins(tokenizer_spec, profile, pins: Pins | None) -> tuple[dict[str, str], str | None, dict[str, Any] | None]:
+def _render_pins(tokenizer_spec, profile, pins: Pins | None, dataset_dir: Path | None = None) -> tuple[dict[str, str], str | None, dict[str, Any] | None]:
     """The chat template a run rendered prompts with (from its pins; else read now): the file it was read
     from, and its content's sha256 (render.template_digest); and the render settings of its profile."""
-    from .render import render_settings, template_digest, template_pin
+    from .prompt_renderers import prompt_template_pins, use_manifest_template
+    from .render import render_settings
 
     template = dict(pins.template) if pins is not None else {}
     digest = pins.template_sha256 if pins is not None else None
-    if not template and tokenizer_spec:
+    if pins is None and tokenizer_spec and profile:
         try:
+            from .golden import load_manifest
+            from .profiles import bind_profile
             from .tokenizer import load_tokenizer
 
             tokenizer = load_tokenizer(tokenizer_spec)
-            template, digest = template_pin(tokenizer), template_digest(tokenizer)
+            bound = bind_profile(profile, tokenizer)
+            use_manifest_template(load_manifest(dataset_dir), bound, tokenizer)
+            template, digest = prompt_template_pins(bound, tokenizer)
         except Exception:  # noqa: BLE001 - no tokenizer: nothing rendered, nothing to pin
             template, digest = {}, None
     try:
@@ -471,22 +476,29 @@ def _render_pins(tokenizer_spec, profile, pins: Pins | None) -> tuple[dict[str, 
     return template, digest, settings
 
 
-def _template_problems(record: Mapping[str, Any], spec: str | None) -> list[str]:
-    """The chat template the tokenizer ``spec`` renders with today, when its content is not the one the
-    green run rendered with (pinned by content: the same files elsewhere pass, another file winning fails)."""
+def _template_problems(record: Mapping[str, Any], spec: str | None, manifest: Any) -> list[str]:
+    """The chat template the tokenizer ``spec`` renders the manifest's prompts with today (the file the manifest
+    names, checked against its sha256, else the tokenizer's own), when its content is not the one the green run
+    rendered with (pinned by content: the same files elsewhere pass, another file winning fails)."""
     if "template_sha256" not in record:
         return ["the record pins no chat template content (written by an older tokfidelity)"] if record.get("template_files") else []
-    from .render import template_digest, template_source
+    from .profiles import bind_profile
+    from .prompt_renderers import prompt_template_pins, use_manifest_template
+    from .render import TemplateMismatch, template_source
     from .tokenizer import load_tokenizer
 
     try:
         tokenizer = load_tokenizer(spec) if spec else None
+        profile = bind_profile(manifest.profile, tokenizer) if tokenizer is not None else None
     except Exception:  # noqa: BLE001 - the tokenizer check says why it cannot be loaded
         return []
     if tokenizer is None:
         return []
     try:
-        digest = template_digest(tokenizer, fresh=True)
+        use_manifest_template(manifest, profile, tokenizer)
+        digest = prompt_template_pins(profile, tokenizer, fresh=True)[1]
+    except TemplateMismatch as e:
+        return [str(e)]
     except (OSError, ValueError) as e:
         return [f"the chat template of tokenizer {spec!r} cannot be read ({type(e).__name__}: {e})"]
     if digest != record.get("template_sha256"):
@@ -516,7 +528,7 @@ def pinned_fields(
     golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
     code = code_file_hashes([profile])
     libs = library_versions()
-    template, template_sha256, settings = _render_pins(tokenizer_spec, profile, pins)
+    template, template_sha256, settings = _render_pins(tokenizer_spec, profile, pins, dataset_dir)
     return {
         "dataset_dir": str(dataset_dir.resolve()),
         "golden_files": golden,

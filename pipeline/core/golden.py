@@ -67,6 +67,9 @@ class Manifest:
     raw: Mapping[str, Any] = field(default_factory=dict)
     format: int = 1  # the golden format version the manifest declares (``format``; 1 when absent)
     problems: tuple = ()  # GoldenErrors of fields replaced by defaults (load_manifest(strict=False) only)
+    # the chat template the prompts were rendered with, where the tokenizer folder has none or several:
+    # {"file": relative to the tokenizer folder, "sha256": of its bytes, "special_tokens": {"bos_token": ...}}
+    chat_template: Mapping[str, Any] | None = None
 
     @property
     def samples_path(self) -> Path:
@@ -152,6 +155,7 @@ def load_manifest(dataset_dir: os.PathLike | str, strict: bool = True, data: byt
         raw=raw,
         format=values.get("format", FORMAT_VERSION),
         problems=tuple(problems),
+        chat_template=values.get("chat_template"),
     )
 
 
@@ -260,6 +264,29 @@ def _tokenizer_spec(raw: Mapping, path: Path) -> str:
     return spec
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _chat_template(raw: Mapping, path: Path) -> dict[str, Any] | None:
+    declared = raw.get("chat_template")
+    if declared is None:
+        return None
+    if not isinstance(declared, dict):
+        raise GoldenError(path, 0, "chat_template", 'expected {"file": "<file in the tokenizer folder>", "sha256": "<64 hex>"}')
+    file = declared.get("file")
+    if not isinstance(file, str) or not file or file.startswith(("/", "\\")) or ".." in Path(file).parts or "\\" in file:
+        raise GoldenError(path, 0, "chat_template.file", f"expected a file name relative to the tokenizer folder, got {file!r}")
+    if not isinstance(declared.get("sha256"), str) or not _SHA256.fullmatch(declared["sha256"]):
+        raise GoldenError(path, 0, "chat_template.sha256", f"expected the file's sha256 (64 lowercase hex digits), got {declared.get('sha256')!r}")
+    special = declared.get("special_tokens", {})
+    if not isinstance(special, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in special.items()):
+        raise GoldenError(path, 0, "chat_template.special_tokens", 'expected {"bos_token": "<text>", ...}')
+    unknown = sorted(set(declared) - {"file", "sha256", "special_tokens"})
+    if unknown:
+        raise GoldenError(path, 0, f"chat_template.{unknown[0]}", "unknown field (file, sha256, special_tokens)")
+    return {"file": file, "sha256": declared["sha256"], "special_tokens": dict(special)}
+
+
 _FIELD_CHECKS = (
     ("format", _format_version),
     ("profile", _profile_name),
@@ -270,6 +297,7 @@ _FIELD_CHECKS = (
     ("name", lambda raw, path: _require(raw, "name", str, path, 0)),
     ("tokenizer", _tokenizer_spec),
     ("source", lambda raw, path: _require(raw, "source", str, path, 0)),
+    ("chat_template", _chat_template),
 )
 
 

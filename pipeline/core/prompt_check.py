@@ -2,8 +2,9 @@
 
 A drafter's training sample is the prompt ids followed by the output ids; the output side is judged
 by reconstruction (fidelity.py), the prompt side here. ``PromptJudge`` renders a sample's ``messages``
-with its ``tools`` and ``chat_template_kwargs`` as the engine's tokenizer does (pipeline.core.render:
-the model's own template, or openai-harmony for gpt-oss) and compares the ids with the golden
+with its ``tools`` and ``chat_template_kwargs`` as the engine's tokenizer does (the profile's prompt
+renderer, pipeline.core.prompt_renderers: the model's own template, openai-harmony for gpt-oss, DeepSeek-V3.2's
+encoder) and compares the ids with the golden
 ``prompt_ids``. Per-sample work, bound once per dataset and cached where it is exactly the same work:
 
 * a conversation (messages, tools, template variables) is rendered and encoded once: the samples of
@@ -38,6 +39,7 @@ from typing import Any
 from .golden import GoldenSample
 from .profiles import Profile
 from .render import RenderError, check_messages, prepare, render_with, template_inputs
+from .prompt_renderers import prompt_renderer
 from .template_adapter import Prepared
 from .tokenizer import Tokenizer
 
@@ -183,16 +185,17 @@ class PromptJudge:
         self._encoder: _Encoder | None = None  # made on first use (a Judge that never sees prompt_ids needs none)
         self._inputs: dict[tuple[bytes, bytes], tuple[Prepared, tuple]] = {}
         self._conversations: dict[bytes, tuple[list[int], tuple]] = {}  # conversation_ids' memo
-        self._harmony = _harmony_renderer(profile, tokenizer)
+        # the family's renderer where it is not the model's chat template (openai-harmony, DeepSeek-V3.2's encoder);
+        # None: the template, rendered here with the tool sets and encodings cached
+        renderer = prompt_renderer(profile.spec)
+        self._own = None if renderer.uses_template else renderer
 
     def preamble_bytes(self, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None) -> int:
         """Bytes the renderer writes before the first turn on its own (harmony: its system and developer
         messages); 0 for a template, whose preamble belongs to the first message."""
-        if self._harmony is None or self.profile.spec.prompt_renderer != "harmony":
+        if self._own is None or self._own.preamble_ids is None:
             return 0
-        from .harmony_prompts import harmony_preamble_ids
-
-        ids = harmony_preamble_ids(messages, tools, kwargs, self.tokenizer, self.profile.spec.chat_template_kwargs)
+        ids = self._own.preamble_ids(messages, tools, kwargs, self.profile, self.tokenizer)
         return len(self.tokenizer.decode_bytes(ids))
 
     def __call__(self, sample: GoldenSample) -> str | PromptDivergence:
@@ -240,17 +243,17 @@ class PromptJudge:
 
     def text(self, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None,
              add_generation_prompt: bool = True) -> str:
-        """The prompt text the model's template renders (harmony: its decoded ids)."""
-        if self._harmony is not None:
-            return self.tokenizer.decode(self._harmony(messages, tools, kwargs, add_generation_prompt))
+        """The prompt text the model's template renders (another renderer: its decoded ids)."""
+        if self._own is not None:
+            return self.tokenizer.decode(self.ids(messages, tools, kwargs, add_generation_prompt))
         check_messages(messages)
         return render_with(messages, self.inputs(tools, kwargs), self.tokenizer, add_generation_prompt)
 
     def ids(self, messages: Sequence[Mapping], tools: Sequence | None, kwargs: Mapping[str, Any] | None,
             add_generation_prompt: bool = True) -> list[int]:
         """The prompt ids an engine feeds the model for this conversation."""
-        if self._harmony is not None:
-            return self._harmony(messages, tools, kwargs, add_generation_prompt)
+        if self._own is not None:
+            return self._own.ids(messages, tools, kwargs, self.profile, self.tokenizer, add_generation_prompt)
         if self._encoder is None:
             self._encoder = _Encoder(self.tokenizer)
         return self._encoder(self.text(messages, tools, kwargs, add_generation_prompt))
@@ -264,21 +267,6 @@ def _conversation_key(messages: Any, tools: Any, kwargs: Any) -> bytes | None:
         return orjson.dumps((messages, tools, kwargs))
     except TypeError:  # (orjson's JSONEncodeError): a key not a string, an integer past 64 bits
         return None
-
-
-def _harmony_renderer(profile: Profile, tokenizer: Tokenizer) -> Callable | None:
-    """gpt-oss's official renderer (openai-harmony) where the profile is rendered by it; else None."""
-    if profile.spec.prompt_renderer == "dsv32":  # DeepSeek-V3.2's encoder, restated (it has no template)
-        from .dsv32_prompts import dsv32_prompt_ids
-
-        return lambda messages, tools, kwargs, add_generation_prompt: dsv32_prompt_ids(messages, tools, kwargs, tokenizer)
-    if profile.spec.prompt_renderer != "harmony":
-        return None
-    from .harmony_prompts import harmony_prompt_ids
-
-    defaults = dict(profile.spec.chat_template_kwargs)
-    return lambda messages, tools, kwargs, add_generation_prompt: harmony_prompt_ids(
-        messages, tools, kwargs, tokenizer, add_generation_prompt, defaults)
 
 
 # ------------------------------------------------------------------------------------------

@@ -5,9 +5,11 @@ class may pre-process the inputs, transformers renders the model's chat template
 is encoded with the model's own tokenizer, every special token allowed. tokfidelity does the same, and
 runs no code from a model repository:
 
-* the template is the model's own, from the tokenizer's files (:func:`chat_template`):
-  ``chat_template.jinja`` in the tokenizer folder, else ``tokenizer_config.json``'s ``chat_template``,
-  else a GGUF file's ``tokenizer.chat_template``;
+* the template is the model's own, from the tokenizer's files (:func:`chat_template`): the file of the
+  tokenizer folder a dataset's manifest names (``chat_template``: a folder with no template of its own, or
+  several copies; pinned by sha256, checked when the dataset is loaded), else ``chat_template.jinja`` in the
+  tokenizer folder, else ``tokenizer_config.json``'s ``chat_template``, else a GGUF file's
+  ``tokenizer.chat_template``;
 * it is rendered as transformers' ``render_jinja_template`` renders it (what ``apply_chat_template`` calls), byte
   for byte: by MiniJinja where it renders the template identically, else by transformers' own functions
   (:mod:`pipeline.core.chat_renderer` chooses; :mod:`pipeline.core.minijinja_renderer`,
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -42,7 +43,8 @@ from .template_adapter import Prepared
 from .tokenizer import Tokenizer
 from .watchdog import TimeLimitExceeded, time_limit
 
-__all__ = ["RenderError", "check_messages", "chat_template", "template_pin", "template_digest", "template_source", "render_settings", "special_token_variables", "template_inputs", "render_text", "prepare", "renderer_for", "render_with", "render_prompt", "TOOL_STEPS"]
+__all__ = ["RenderError", "TemplateMismatch", "TemplateChoice", "use_chat_template", "template_choice",
+           "check_messages", "chat_template", "template_pin", "template_digest", "template_source", "render_settings", "special_token_variables", "template_inputs", "render_text", "prepare", "renderer_for", "render_with", "TOOL_STEPS"]
 
 
 class RenderError(TokfidelityError, ValueError):
@@ -104,25 +106,76 @@ def _config(data: bytes) -> tuple[dict[str, str], dict[str, str]]:
     return named, special
 
 
-TEMPLATE_ROOTS = "TOKFIDELITY_CHAT_TEMPLATES"
+class TemplateMismatch(TokfidelityError, ValueError):
+    """The chat template a dataset's manifest names cannot be read, or is not the one it pins."""
 
 
-def _template_overlay(folder: Path, tried: list[str]) -> _TemplateFiles | None:
-    """A chat template kept apart from the tokenizer files it belongs to (a tokenizer folder that has none):
-    ``<root>/<folder name>/chat_template.jinja``, with the special tokens of a ``tokenizer_config.json`` beside it,
-    for each root of ``$TOKFIDELITY_CHAT_TEMPLATES`` (os.pathsep-separated)."""
-    for root in filter(None, os.environ.get(TEMPLATE_ROOTS, "").split(os.pathsep)):
-        jinja, config = Path(root) / folder.name / "chat_template.jinja", Path(root) / folder.name / "tokenizer_config.json"
-        if jinja.is_file():
-            data = jinja.read_bytes()
-            special = _config(config.read_bytes())[1] if config.is_file() else {}
-            return _TemplateFiles({"default": data.decode("utf-8")}, str(jinja), special, {str(jinja.resolve()): sha256_bytes(data)})
-        tried.append(f"{jinja} (${TEMPLATE_ROOTS})")
-    return None
+@dataclass(frozen=True)
+class TemplateChoice:
+    """The chat template a dataset names (its manifest's ``chat_template``), for a tokenizer folder that has none
+    of its own or several copies: a file of that folder, pinned by sha256, and the special-token variables
+    (``bos_token``...) the template is given where the folder has no ``tokenizer_config.json`` to give them."""
+
+    file: str  # relative to the tokenizer folder
+    sha256: str
+    special_tokens: tuple[tuple[str, str], ...] = ()
+    declared_in: str = ""  # the manifest naming it (errors name it, with the field)
+
+    def read(self, folder: Path) -> _TemplateFiles:
+        """The template's files, read now; TemplateMismatch naming the manifest and field when the file cannot
+        be read or its bytes are not the ones pinned."""
+        path = folder / self.file
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise TemplateMismatch(f"the chat template it names, {path}, cannot be read ({e.strerror or type(e).__name__})",
+                                   path=self.declared_in or None, field="chat_template.file") from None
+        digest = sha256_bytes(data)
+        if digest != self.sha256:
+            raise TemplateMismatch(
+                f"the chat template {path} has sha256 {digest}, the manifest pins {self.sha256}: the dataset's prompts were "
+                "rendered with another template. Restore that file, or render the prompts again and pin the new sha256",
+                path=self.declared_in or None, field="chat_template.sha256")
+        config = folder / "tokenizer_config.json"
+        special = dict(self.special_tokens) or (_config(config.read_bytes())[1] if config.is_file() else {})
+        return _TemplateFiles({"default": data.decode("utf-8")}, str(path), special, {str(path.resolve()): digest})
 
 
-@functools.cache
-def _template_files(source: str) -> _TemplateFiles:
+# tokenizer folder (resolved) -> the template a dataset chose for it, and its files as read then
+_CHOSEN: dict[str, tuple[TemplateChoice, _TemplateFiles]] = {}
+
+
+def _folder(source: str) -> Path:
+    path = Path(source)
+    return (path.parent if path.is_file() else path).resolve()
+
+
+def use_chat_template(tokenizer: Tokenizer, choice: TemplateChoice | None) -> None:
+    """Render this tokenizer's prompts with ``choice`` from now on in this process (read and checked now).
+    Two datasets naming different templates for one tokenizer folder cannot be judged in one process."""
+    if choice is None:
+        return
+    folder = _folder(tokenizer.source)
+    found = _CHOSEN.get(str(folder))
+    same = lambda c: (c.file, c.sha256, c.special_tokens)  # noqa: E731
+    if found is not None and same(found[0]) != same(choice):
+        raise TemplateMismatch(f"names the chat template {choice.file} (sha256 {choice.sha256[:12]}) for {folder}, while "
+                               f"{found[0].declared_in} names {found[0].file} (sha256 {found[0].sha256[:12]}) for it: judge "
+                               "the two datasets in separate runs", path=choice.declared_in or None, field="chat_template")
+    _CHOSEN[str(folder)] = (choice, choice.read(folder))
+    _template_files.cache_clear()
+
+
+def template_choice(manifest) -> TemplateChoice | None:
+    """The chat template a golden manifest names (``chat_template``), or None."""
+    declared = getattr(manifest, "chat_template", None)
+    if not declared:
+        return None
+    special = tuple(sorted(dict(declared.get("special_tokens") or {}).items()))
+    return TemplateChoice(declared["file"], declared["sha256"], special, str(Path(manifest.path) / "manifest.json"))
+
+
+def _template_files_now(source: str, fresh: bool = False) -> _TemplateFiles:
     path = Path(source)
     tried = []
     if path.is_file() and path.suffix == ".gguf":
@@ -132,6 +185,9 @@ def _template_files(source: str) -> _TemplateFiles:
         tried.append(f"{path} (no tokenizer.chat_template)")
     else:
         folder = path.parent if path.is_file() else path
+        chosen = _CHOSEN.get(str(folder.resolve()))
+        if chosen is not None:  # a dataset named it: read again (a fresh read sees today's file), else as read then
+            return chosen[0].read(folder) if fresh else chosen[1]
         jinja, config = folder / "chat_template.jinja", folder / "tokenizer_config.json"
         config_bytes = config.read_bytes() if config.is_file() else None
         named, special = _config(config_bytes) if config_bytes is not None else ({}, {})
@@ -141,11 +197,12 @@ def _template_files(source: str) -> _TemplateFiles:
         if named:
             return _TemplateFiles(named, f"{config} (chat_template)", special, {str(config.resolve()): sha256_bytes(config_bytes)})
         tried += [str(jinja), f"{config} (chat_template)"]
-        found = _template_overlay(folder, tried)
-        if found is not None:
-            return found
     raise RenderError("chat_template", f"no chat template for the tokenizer from {source}; looked at: {'; '.join(tried)}. "
-                      "Put the model's chat_template.jinja beside its tokenizer files")
+                      "Put the model's chat_template.jinja beside its tokenizer files, or name the template file in the "
+                      "dataset's manifest (chat_template)")
+
+
+_template_files = functools.cache(_template_files_now)
 
 
 def chat_template(tokenizer: Tokenizer, tools: Sequence | None = None) -> tuple[str, str]:
@@ -175,7 +232,7 @@ def template_digest(tokenizer: Tokenizer, *, fresh: bool = False) -> str | None:
     None: the tokenizer has no chat template. ``fresh``: read the files now, not as this process first
     read them (a gate check, which must see today's files); an unreadable file raises OSError or ValueError."""
     try:
-        files = _template_files.__wrapped__(tokenizer.source) if fresh else _template_files(tokenizer.source)
+        files = _template_files_now(tokenizer.source, fresh=True) if fresh else _template_files(tokenizer.source)
     except RenderError:
         return None
     content = {"templates": files.templates, "special_tokens": files.special_tokens}
@@ -185,7 +242,7 @@ def template_digest(tokenizer: Tokenizer, *, fresh: bool = False) -> str | None:
 def template_source(tokenizer: Tokenizer) -> str:
     """Where the tokenizer's chat template is read from now (a file, or a file and its field), or why none is."""
     try:
-        return _template_files.__wrapped__(tokenizer.source).where
+        return _template_files_now(tokenizer.source, fresh=True).where
     except (RenderError, OSError, ValueError) as e:
         return f"no readable chat template ({e})"
 
@@ -328,11 +385,3 @@ def render_with(messages: Sequence[Mapping], prepared: Prepared, tokenizer: Toke
         raise RenderError("messages", f"the chat template {where} rendered {len(rendered):,} characters for this "
                           f"conversation, over the limit of {RENDER_MAX_CHARS:,}; check the template")
     return rendered
-
-
-def render_prompt(messages: Sequence[Mapping], tools: Sequence | None, profile: Profile, tokenizer: Tokenizer,
-                  add_generation_prompt: bool = True, *, chat_template_kwargs: Mapping[str, Any] | None = None) -> list[int]:
-    """The prompt ids an engine feeds the model: the rendered text encoded as the model's tokenizer
-    does (marker text becomes its special id, exactly as in the engine)."""
-    return tokenizer.encode(render_text(messages, tools, profile, tokenizer, add_generation_prompt,
-                                        chat_template_kwargs=chat_template_kwargs))

@@ -21,7 +21,8 @@ from typing import Any
 from ..core.fidelity import BAD_INPUT, EXACT, Judge
 from ..core.golden import GoldenSample
 from ..core.profiles import Profile
-from ..core.render import RenderError, render_prompt
+from ..core.prompt_renderers import render_prompt
+from ..core.render import RenderError
 from ..core.tokenizer import Tokenizer
 from .engine_ids import ReturnedIds
 from .prompts import Prompt

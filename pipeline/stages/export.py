@@ -107,6 +107,7 @@ class BuildInput:
     path: Path  # the file read
     profile_name: str
     tokenizer_spec: str
+    manifest: Any = None  # a golden dataset's manifest (the chat template it names renders its prompts)
 
 
 def open_build_input(folder: os.PathLike | str) -> BuildInput:
@@ -116,7 +117,7 @@ def open_build_input(folder: os.PathLike | str) -> BuildInput:
         from ..core.golden import load_manifest
 
         manifest = load_manifest(folder)
-        return BuildInput("golden", manifest.samples_path, manifest.profile, manifest.tokenizer)
+        return BuildInput("golden", manifest.samples_path, manifest.profile, manifest.tokenizer, manifest)
     if (folder / "run.json").is_file():
         from .generate import RECORDS_FILE
 

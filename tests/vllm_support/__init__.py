@@ -55,7 +55,7 @@ def vllm_responses(groups: list[tuple[dict, list[dict]]], timeout: float = 1800,
                    overlay: str | Path | None = None) -> list[list[dict]]:
     """vLLM's response for each case of each (set-up, cases) group, in order. ``python``: the engine
     environment's interpreter; ``overlay``: a folder put first on its path (another release's Python
-    files over that environment, as ``scripts/record-engine-responses`` uses it)."""
+    files over that environment, as ``tests/record-engine-responses`` uses it)."""
     job = {"groups": [{"setup": setup, "cases": cases} for setup, cases in groups]}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false",

@@ -1,6 +1,6 @@
 """Engine responses recorded as data, one file per engine release, under ``tests/engine_responses/``.
 
-``scripts/record-engine-responses`` runs an engine release's own code (vLLM's detokenizer, parsers and
+``tests/record-engine-responses`` runs an engine release's own code (vLLM's detokenizer, parsers and
 chat-response assembly through ``driver.py``; no server, no model) on every differential case of
 ``cases.all_groups()`` and writes what it returned, with the engine's name and version, as
 ``<engine>-<version>.json.gz``. ``tests/test_engine_releases.py`` then checks every view standing for a
@@ -39,7 +39,7 @@ def group_key(group) -> str:
 
 def write_release(engine: str, version: str, groups, responses, folder: Path = RECORDED) -> Path:
     """Write one release's responses to every case of every group (``responses`` in the groups' order)."""
-    doc = {"engine": engine, "version": version, "recorded_by": "scripts/record-engine-responses", "groups": {}}
+    doc = {"engine": engine, "version": version, "recorded_by": "tests/record-engine-responses", "groups": {}}
     for group, answers in zip(groups, responses):
         cases = {}
         for name, answer in zip(group.cases, answers):

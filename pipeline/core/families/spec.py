@@ -89,8 +89,9 @@ class ProfileSpec:
     # pipeline.core.render.TOOL_STEPS, in order; chat_template_kwargs are the template variables it sets.
     tools_preprocess: tuple[str, ...] = ()
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    # Who renders prompts: "template" (the model's chat template, pipeline.core.render) or "harmony"
-    # (openai-harmony, gpt-oss's official renderer: pipeline.core.harmony_prompts).
+    # Who renders prompts, by name in pipeline.core.prompt_renderers: "template" (the model's chat template,
+    # pipeline.core.render), "harmony" (openai-harmony, gpt-oss's official renderer) or "dsv32" (DeepSeek-V3.2's
+    # encoder, restated); every caller that renders a prompt goes through the one named here.
     prompt_renderer: str = "template"
     # The views this profile has, by name (pipeline.core.views): each a declared engine serving it
     # (pipeline.core.engines.view.View: its parsers by the server's names, decode options, assembly).

@@ -3,7 +3,7 @@
 ``POST /v1/chat/completions`` with ``"return_token_ids": true`` (non-streaming): the server renders
 the prompt with its own chat template and answers with its prompt and output ids, read by
 ``pipeline.stages.engine_ids.returned_ids`` wherever the engine puts them. The server's prompt ids
-are compared id for id with ``pipeline.core.render.render_prompt`` and the result recorded in
+are compared id for id with ``pipeline.core.prompt_renderers.render_prompt`` and the result recorded in
 ``meta["prompt_render"]`` (``"same"`` or where they part). The answer's message (the text a client
 sees) is kept as the sample's ``response``, so the fidelity suite rebuilds the ids from what this
 server really sent.
@@ -22,7 +22,7 @@ import httpx
 
 from ...core.errors import TokfidelityError
 from ...core.profiles import Profile
-from ...core.render import render_prompt
+from ...core.prompt_renderers import render_prompt
 from ...core.tokenizer import Tokenizer
 from ..client import RETRY_STATUS, RetryPolicy, retry_after_seconds
 from ..engine_ids import EngineIdsError, returned_ids

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..client import RetryPolicy
 from ...core.profiles import Profile
-from ...core.render import render_prompt
+from ...core.prompt_renderers import render_prompt
 from ...core.tokenizer import Tokenizer
 from ..prompts import Prompt
 from ..engine_ids import EngineIdsError, returned_ids
@@ -71,7 +71,7 @@ class SGLangEngine(ChatIdsEngine):
             "profile": self.profile.name,
             "tokenizer": self.tokenizer.name,
             "tokenizer_fingerprint": self.tokenizer.fingerprint,
-            "prompt_rendering": "pipeline.core.render.render_prompt" if self.mode == "generate" else "the server's chat template",
+            "prompt_rendering": "pipeline.core.prompt_renderers.render_prompt" if self.mode == "generate" else "the server's chat template",
         }
         for path in ("/get_model_info", "/get_server_info"):  # best effort: facts for the manifest
             body = self._get_json(path)
