@@ -29,7 +29,7 @@ from pipeline.core.tokenizer import load_tokenizer, tokenizer_location
 from pipeline.core.trainers import (
     CLASS_PREFIX, EMPTY_REASONING_ADDED, MASK_OFF_BY_N, TEMPLATE_HEADER_WRONG, TrainerError, load_trainer, trainer_name,
 )
-from servers.vllm_server import SERVER_ARGS, render_model_folder, start_vllm_render, stop_vllm, unavailable
+from servers.vllm_server import render_model_folder, server_args, start_vllm_render, stop_vllm, unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -43,9 +43,9 @@ def render_url(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     tmp = tmp_path_factory.mktemp("vllm-render")
-    folder = render_model_folder(Path(tokenizer_location("qwen3")), tmp / "qwen3")
+    folder, extra = render_model_folder(Path(tokenizer_location("qwen3")), tmp / "qwen3")
     started = time.monotonic()
-    proc, url = start_vllm_render(folder, tmp / "server.log", SERVER_ARGS["qwen3"])  # as vLLM serves Qwen3
+    proc, url = start_vllm_render(folder, tmp / "server.log", server_args("qwen3") + extra)  # as vLLM serves Qwen3
     print(f"vLLM render server ready in {time.monotonic() - started:.0f}s at {url}")
     try:
         yield url
