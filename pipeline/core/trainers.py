@@ -460,8 +460,9 @@ def _prompt_classes(golden: Sequence[int], before: Sequence[int], tokenizer, pro
     otherwise (for a variable the engine's request set and the trainer leaves undefined) does not hide what
     differs after it."""
     gtext, btext = (re.sub(r"\s+", "", tokenizer.decode(ids)) for ids in (golden, before))
-    if gtext == btext:
-        return [PROMPT_WHITESPACE]
+    if gtext == btext:  # whitespace only: the header's own (its newline) at the end, else the template's elsewhere
+        k = next((i for i, (a, b) in enumerate(zip(golden, before)) if a != b), min(len(golden), len(before)))
+        return [TEMPLATE_HEADER_WRONG if k >= min(len(golden), len(before)) - 8 else PROMPT_WHITESPACE]
     n = next((i for i, (a, b) in enumerate(zip(gtext, btext)) if a != b), min(len(gtext), len(btext)))
     user = profile.ids.get("prompt.user")
     marker = tokenizer.token_text(user) if user is not None else "user"
