@@ -104,3 +104,47 @@ def test_speculators_fails_q1_end_to_end_with_named_classes(render_url, tmp_path
         assert f"trainer:{cls}" in out
     record = json.loads((tmp_path / ".tokfidelity" / "gates" / "Q1_glaive.json").read_text())
     assert record["status"] == "closed"
+
+
+@pytest.fixture(scope="module")
+def llama_render_url(tmp_path_factory):
+    """A render server as vLLM serves Llama 3.1 (``--tool-call-parser llama3_json``, the family registry's vLLM
+    view), from the llama-3.1 tokenizer files (the 3.1 chat template in the folder) and a config.json."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    tmp = tmp_path_factory.mktemp("vllm-render-llama")
+    folder, extra = render_model_folder(Path(tokenizer_location("llama-3.1")), tmp / "llama-3.1", "llama3")
+    assert server_args("llama3") == ("--enable-auto-tool-choice", "--tool-call-parser", "llama3_json") and extra == ()
+    proc, url = start_vllm_render(folder, tmp / "server.log", server_args("llama3") + extra)
+    try:
+        yield url
+    finally:
+        stop_vllm(proc)
+
+
+def _l1(sample_id: str):
+    with open(ROOT / "golden" / "L1_glaive" / "samples.jsonl", encoding="utf-8") as f:
+        for line, raw in enumerate(f, 1):
+            if json.loads(raw)["id"] == sample_id:
+                return parse_sample(json.loads(raw), Path("L1"), line)
+    raise LookupError(sample_id)
+
+
+def test_speculators_on_llama_3_1_trains_on_the_engine_ids_except_where_the_template_writes_its_own(llama_render_url):
+    """Llama 3.1's template writes nothing after <|eot_id|> and speculators adds no system prompt, so a plain
+    answer is trained on exactly the engine's ids; an answer cut at the token limit is closed by the template's
+    <|eot_id|> (a stop the model never generated); a conversation whose earlier tool call the dataset stores
+    with its arguments as an object reaches the server as the API holds it (a JSON string) and gets its row."""
+    from pipeline.core.fidelity import EXACT
+    from pipeline.core.trainers import STOP_ADDED
+
+    trainer = load_trainer(f"speculators:{llama_render_url}", tokenizer_location("llama-3.1"))
+    llama = load_tokenizer("llama-3.1")
+    judge = Judge(bind_profile("llama3", llama), llama, "sglang", trainer=trainer)
+    plain = judge(_l1("l1-0000"))
+    assert plain.kind == EXACT and plain.prompt == "exact", plain.report
+    cut = judge(_l1("l1-0031"))
+    assert CLASS_PREFIX + STOP_ADDED in cut.classes and "128009 '<|eot_id|>'" in cut.report, cut.report
+    after_tool = judge(_l1("l1-0034"))
+    assert after_tool.kind == EXACT and after_tool.prompt == "exact", after_tool.report

@@ -279,3 +279,32 @@ def test_deepseek_v31_gets_the_template_kept_apart_and_v32_its_encoder():
     judge, trainer = _judge("D32_glaive", "deepseek-v32", model_template=False)
     assert trainer.name.endswith("(no chat template: SpecForge's fallback rendering)")
     assert judge(_golden("D32_glaive", "d32-0000")).prompt == CLASS_PREFIX + SYSTEM_PROMPT_DROPPED
+
+
+def test_a_mask_that_takes_more_text_over_a_lost_split_is_both_classes():
+    """The engine's non-canonical split and the template's newline after <|im_end|>, in one span."""
+    golden = QWEN.encode_ordinary(" initial") + QWEN.encode_ordinary("izer") + [STOP]
+    span = QWEN.encode(" initializer<|im_end|>\n")
+    assert classify(golden, None, [], span, QWEN, PROFILE)[0] == [RETOKENIZED, MASK_OFF_BY_N]
+    sample = parse_sample({**q1()[0], "output_ids": golden, "finish_reason": {"type": "stop", "matched": STOP}}, Path("Q1"), 1)
+    trainer = Trainer("split", lambda m, t, msg: (sample.prompt_ids + span, [0] * len(sample.prompt_ids) + [1] * len(span)))
+    verdict = Judge(PROFILE, QWEN, "sglang", trainer=trainer)(sample)
+    assert "mask-off-by-n (the text '\\n' added)" in verdict.report, verdict.report
+
+
+def test_an_earlier_tool_call_written_otherwise_in_the_prompt_is_named():
+    """The engines hand an earlier call's arguments to DeepSeek-V3.1's template differently (SGLang the JSON
+    string, which the template's tojson quotes again; vLLM the parsed object): the prompt differs inside that call."""
+    from pipeline.core.tokenizer import load_tokenizer
+    from pipeline.core.trainers import TOOL_CALL_RERENDERED
+
+    ds = load_tokenizer("deepseek-ai/DeepSeek-V3.1")
+    v31 = bind_profile("deepseek-v3.1", ds)
+
+    def prompt(arguments: str) -> list[int]:
+        return ds.encode("<｜begin▁of▁sentence｜><｜User｜>Weather in Seoul?<｜Assistant｜></think><｜tool▁calls▁begin｜>"
+                         f"<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{arguments}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+                         "<｜end▁of▁sentence｜><｜tool▁output▁begin｜>rain, 8 degrees<｜tool▁output▁end｜>The tool says it rains "
+                         "in Seoul today, so take an umbrella with you when you go out.")
+    engine, trainer = prompt('"{\\"city\\":\\"Seoul\\"}"'), prompt('{"city":"Seoul"}')
+    assert classify([], engine, trainer, [], ds, v31)[1] == [TOOL_CALL_RERENDERED]

@@ -68,7 +68,7 @@ ADVICE = {
     MASK_OFF_BY_N: "the loss mask starts or ends N tokens away from what the model generated (e.g. the template's "
     "newline after the end-of-turn token, a token the model never generated, is trained on)",
     TOOL_CALL_RERENDERED: "the tool calls are re-rendered by the template (other JSON spacing or key order, other "
-    "framing) instead of the text the model wrote",
+    "framing) instead of the text the model wrote (in the trained span, or an earlier turn's in the prompt)",
     TEMPLATE_HEADER_WRONG: "the ids before the span end differently from the engine's prompt (or the loss mask "
     "starts with the assistant header the engine's prompt ended with): the assistant header "
     "or generation prompt of the trainer's template is not the model's (or, at an earlier assistant turn, its think "
@@ -427,9 +427,29 @@ def _output_classes(golden: Sequence[int], span: Sequence[int], tokenizer, profi
         out.append(TOOL_CALL_RERENDERED)
     elif tail and tail in stext and _separator_rewritten(gtext[:gtext.find(tail)], stext[:stext.find(tail)]):
         out.append(TOOL_CALL_RERENDERED)  # the calls as written, the template's own whitespace before them
+    if not out and gtext != stext and _extends(gtext, stext):
+        out.append(MASK_OFF_BY_N)  # the mask takes more (or less) text: the template's, before or after the answer
+        if list(tokenizer.encode(gtext)) != list(golden):
+            out.insert(0, RETOKENIZED)  # and the engine's own split of the answer is lost
     if not out:
         out.append(RETOKENIZED if gtext == stext else OTHER)
     return out
+
+
+def _offset(golden: Sequence[int], span: Sequence[int], tokenizer) -> str:
+    """How far the mask is off: N tokens where one side holds the other, else the text it adds or leaves out."""
+    if _contains(span, golden) is not None or _contains(golden, span) is not None:
+        return f"{len(span) - len(golden):+d} tokens"
+    gtext, stext = tokenizer.decode(golden), tokenizer.decode(span)
+    longer, shorter = (stext, gtext) if len(stext) > len(gtext) else (gtext, stext)
+    extra = longer[len(shorter):] if longer.startswith(shorter) else longer[: len(longer) - len(shorter)]
+    return f"the text {extra!r} {'added' if longer is stext else 'left out'}"
+
+
+def _extends(gtext: str, stext: str) -> bool:
+    """One text is the other with more text before or after it."""
+    longer, shorter = (stext, gtext) if len(stext) > len(gtext) else (gtext, stext)
+    return longer.startswith(shorter) or longer.endswith(shorter)
 
 
 def _separator_rewritten(golden_before: str, span_before: str) -> bool:
@@ -475,7 +495,18 @@ def _prompt_classes(golden: Sequence[int], before: Sequence[int], tokenizer, pro
         return [TEMPLATE_HEADER_WRONG]
     if any(t.startswith(("<think>", "</think>")) for t in (gtext[n:], btext[n:])):
         return [TEMPLATE_HEADER_WRONG]  # an earlier turn's generation prompt: its think block, in another mode
+    if _inside_call(gtext, n, profile):
+        return [TOOL_CALL_RERENDERED]  # an earlier turn's tool call, written otherwise (its arguments, say)
     return [OTHER]
+
+
+def _inside_call(text: str, n: int, profile) -> bool:
+    """Is position ``n`` of ``text`` inside a tool call (after a call's opening marker, before its end)?"""
+    markers = profile.spec.markers
+    opens = [markers[r] for r in ("tool_calls_begin", "tool_call_begin") if r in markers] + ["<tool_call>"]
+    ends = [markers[r] for r in ("tool_calls_end",) if r in markers] + list(profile.spec.stop_texts) + ["</tool_call>"]
+    last_open = max(text.rfind(t, 0, n) for t in opens)
+    return last_open >= 0 and last_open > max(text.rfind(t, 0, n) for t in ends)
 
 
 def _dropped_before(gtext: str, btext: str, user: str) -> bool:
@@ -525,7 +556,7 @@ def judge_with_trainer(judge, sample):
     if not output and not prompt:
         return Verdict(sample.id, sample.line, EXACT, len(golden), prompt=prompt_side)
     lines = [f"trainer {judge.trainer.name}: " + ", ".join(dict.fromkeys(output + prompt))]
-    lines += [f"  {c}{f' ({len(span) - len(golden):+d} tokens)' if c == MASK_OFF_BY_N else ''}: {ADVICE[c]}"
+    lines += [f"  {c}{f' ({_offset(golden, span, tok)})' if c == MASK_OFF_BY_N else ''}: {ADVICE[c]}"
               for c in dict.fromkeys(output + prompt)]
     if prompt:
         n = next((i for i, (a, b) in enumerate(zip(sample.prompt_ids, before)) if a != b), min(len(before), len(sample.prompt_ids)))
