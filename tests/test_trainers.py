@@ -222,6 +222,10 @@ def test_the_newer_classes_on_known_ids():
     user = ds.encode(f"<｜begin▁of▁sentence｜><｜User｜>{question}<｜Assistant｜></think>")
     tools = ds.encode(f"<｜begin▁of▁sentence｜>\n\n## Tools\nf<｜User｜>{question}<｜Assistant｜></think>")
     assert classify([], tools, user, [], ds, v31)[1] == [SYSTEM_PROMPT_DROPPED]
+    inside = ds.encode(f"<｜begin▁of▁sentence｜>Be brief.\n\n## Tools\nf\n\nToday is Monday.<｜User｜>{question}<｜Assistant｜></think>")
+    kept = ds.encode(f"<｜begin▁of▁sentence｜>Be brief.\n\nToday is Monday.<｜User｜>{question}<｜Assistant｜></think>")
+    assert classify([], inside, kept, [], ds, v31)[1] == [SYSTEM_PROMPT_DROPPED]  # the declarations left out
+    assert classify([], kept, inside, [], ds, v31)[1] == [SYSTEM_PROMPT_ADDED]
     assert classify([], user, ds.encode("  ") + user, [], ds, v31)[1] == [PROMPT_WHITESPACE]
     answer = ds.encode("Hi.<｜end▁of▁sentence｜>")
     moved = ds.encode("<｜Assistant｜></think>Hi.<｜end▁of▁sentence｜>")  # the prompt's header and empty block, trained on

@@ -510,9 +510,14 @@ def _inside_call(text: str, n: int, profile) -> bool:
 
 
 def _dropped_before(gtext: str, btext: str, user: str) -> bool:
-    """The text before the first user marker is, in the trainer's prompt, a proper beginning of the engine's."""
+    """The text before the first user marker is, in the trainer's prompt, the engine's with parts left out (and
+    nothing of its own added)."""
+    from difflib import SequenceMatcher
+
     g, b = gtext.split(user, 1)[0], btext.split(user, 1)[0]
-    return user in btext and len(b) < len(g) and g.startswith(b)
+    if user not in btext or len(b) >= len(g):
+        return False
+    return {op[0] for op in SequenceMatcher(None, g, b, autojunk=False).get_opcodes()} <= {"equal", "delete"}
 
 
 def classify(golden_output: Sequence[int], golden_prompt: Sequence[int] | None, before: Sequence[int], span: Sequence[int],
