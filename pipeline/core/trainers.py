@@ -485,12 +485,11 @@ def _prompt_classes(golden: Sequence[int], before: Sequence[int], tokenizer, pro
         k = next((i for i, (a, b) in enumerate(zip(golden, before)) if a != b), min(len(golden), len(before)))
         return [TEMPLATE_HEADER_WRONG if k >= min(len(golden), len(before)) - 8 else PROMPT_WHITESPACE]
     n = next((i for i, (a, b) in enumerate(zip(gtext, btext)) if a != b), min(len(gtext), len(btext)))
-    user = profile.ids.get("prompt.user")
-    marker = tokenizer.token_text(user) if user is not None else "user"
-    before_user = marker not in (gtext[:n] if user is not None else gtext[:n].lower())
-    if before_user and user is not None and _dropped_before(gtext, btext, marker):
+    marker = _user_marker(tokenizer, profile)
+    before_user = marker not in gtext[:n] if marker else "user" not in gtext[:n].lower()
+    if before_user and marker and _dropped_before(gtext, btext, marker):
         return [SYSTEM_PROMPT_DROPPED]  # the trainer's prompt reaches the first user turn with less before it
-    if before_user and (user is not None or "system" in btext[: n + 24].lower()):
+    if before_user and (marker or "system" in btext[: n + 24].lower()):
         return [SYSTEM_PROMPT_ADDED]  # the difference is in what comes before the first user turn
     if n >= len(gtext) - 24 or n >= len(btext) - 24:  # within the last few tokens' text
         return [TEMPLATE_HEADER_WRONG]
@@ -508,6 +507,18 @@ def _inside_call(text: str, n: int, profile) -> bool:
     ends = [markers[r] for r in ("tool_calls_end",) if r in markers] + list(profile.spec.stop_texts) + ["</tool_call>"]
     last_open = max(text.rfind(t, 0, n) for t in opens)
     return last_open >= 0 and last_open > max(text.rfind(t, 0, n) for t in ends)
+
+
+def _user_marker(tokenizer, profile) -> str:
+    """The text opening a user turn: the profile's user marker, or its header markers around ``user`` (Llama 3's
+    ``<|start_header_id|>user<|end_header_id|>``); "" where the profile names neither."""
+    user = profile.ids.get("prompt.user")
+    if user is not None:
+        return tokenizer.token_text(user)
+    markers = profile.spec.prompt_markers
+    if "header_start" in markers and "header_end" in markers:
+        return markers["header_start"] + "user" + markers["header_end"]
+    return ""
 
 
 def _dropped_before(gtext: str, btext: str, user: str) -> bool:
