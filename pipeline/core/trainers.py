@@ -5,7 +5,9 @@ trains on the loss-masked span. ``--tokfidelity-trainer=specforge:TEMPLATE`` jud
 ``preprocess_conversations`` with a template from its registry: each sample's conversation is its
 ``messages`` plus the assistant message the view returns; it passes when the last loss-masked span is
 the engine's output ids and the ids before it are the engine's prompt ids. Each difference gets a
-named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfidelity's own diagnosis.
+named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfidelity's own diagnosis. SpecForge's
+tokenizer renders as the dataset's engine did (``load_trainer``: the folder's template, one kept apart from it, or
+DeepSeek-V3.2's encoder as its ``apply_chat_template``), so that what is judged is SpecForge's own preprocessing.
 
 The only module touching SpecForge (and its transformers tokenizer, loaded with
 ``trust_remote_code=False`` from a folder whose config names no code of its own; for a folder that names its
