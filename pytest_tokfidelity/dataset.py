@@ -206,7 +206,7 @@ class DatasetRun:
             from pipeline.core.trainers import load_trainer
 
             try:
-                own = {"trainer": load_trainer(self.trainer_spec, self.tokenizer_location)}
+                own = {"trainer": load_trainer(self.trainer_spec, self.tokenizer_location, profile=self.manifest.profile)}
             except Exception as e:  # noqa: BLE001 - said by test_manifest, once
                 return None, f"--tokfidelity-trainer={self.trainer_spec}: {e}"
         else:

@@ -22,14 +22,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# profile -> the SpecForge 0.2.0 templates written for that family
+# profile -> the SpecForge 0.2.0 templates written for that family (the registry names no trainer's templates)
 TEMPLATES = {"qwen3": ("qwen3-thinking", "qwen3-instruct"), "deepseek-v3": ("deepseek-v3",), "gpt-oss": ("gpt-oss",),
-             "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking", "kimi-k2-instruct")}
-# (profile, template) -> chat-template arguments measured in a row of their own, beside the defaults
-VARIANTS = {("kimi-k2.5", "kimi-k2-thinking"): {"preserve_thinking": True}}
+             "chatml": ("qwen",), "kimi-k2.5": ("kimi-k2-thinking", "kimi-k2-instruct"), "llama3": ("llama3",),
+             "qwen3-coder": ("qwen3-instruct", "qwen"), "deepseek-v3.1": ("deepseek-v3", "deepseek-v32"),
+             "deepseek-v3.2": ("deepseek-v32",)}
+# (profile, template) -> further rows: chat-template arguments, or model_template=False (the tokenizer files alone)
+VARIANTS = {("kimi-k2.5", "kimi-k2-thinking"): ({"preserve_thinking": True},),
+            ("deepseek-v3.2", "deepseek-v32"): ({"model_template": False},)}
 
 
-def measure(dataset: Path, template: str, template_kwargs: dict | None = None, spec: str | None = None) -> str:
+def measure(dataset: Path, template: str, template_kwargs: dict | None = None, spec: str | None = None,
+            model_template: bool = True) -> str:
     """One row: ``spec`` (default ``specforge:TEMPLATE``) judged on every sample, shown as ``template``."""
     from pipeline.core.binding import bind_dataset
     from pipeline.core.fidelity import EXACT, Judge
@@ -40,12 +44,14 @@ def measure(dataset: Path, template: str, template_kwargs: dict | None = None, s
 
     manifest = load_manifest(dataset)
     location = tokenizer_location(manifest.tokenizer)
+    tokenizer, profile = bind_dataset(manifest.profile, location)
+    # the chat template file the manifest names, checked; the trainer's tokenizer is given it too
+    use_manifest_template(manifest, profile, tokenizer)
     try:
-        trainer = load_trainer(spec or f"specforge:{template}", location, template_kwargs)
+        trainer = load_trainer(spec or f"specforge:{template}", location, template_kwargs, manifest.profile,
+                               model_template=model_template)
     except TrainerError as e:
         return f"| {dataset.name} | {template} | not measured | {e.message.split(';')[0].split(' (')[0]} |"
-    tokenizer, profile = bind_dataset(manifest.profile, location)
-    use_manifest_template(manifest, profile, tokenizer)  # the chat template file the manifest names, checked
     judge = Judge(profile, tokenizer, manifest.views[0], trainer=trainer)
     classes: collections.Counter = collections.Counter()
     exact = total = 0
@@ -62,6 +68,10 @@ def measure(dataset: Path, template: str, template_kwargs: dict | None = None, s
         classes.update(c.removeprefix(CLASS_PREFIX) for c in verdict.classes)
     top = ", ".join(f"{c} {n}" for c, n in classes.most_common(4)) or "-"
     shown = template + "".join(f", `{k}={v}`" for k, v in (template_kwargs or {}).items())
+    if trainer.rendered_by:  # what the tokenizer SpecForge gets was given to render the prompts as the engine did
+        shown += f" ({trainer.rendered_by})"
+    elif not model_template:
+        shown += " (the tokenizer files alone: SpecForge's fallback rendering)"
     return f"| {dataset.name} | {shown} | {exact} / {total} | {top} |"
 
 
@@ -69,12 +79,14 @@ def speculators_rows(wanted: set[str]) -> None:
     """speculators 0.9.0's preparation through a vLLM render server started per dataset (``--speculators``)."""
     import tempfile
 
+    from pipeline.core.binding import bind_dataset
     from pipeline.core.golden import load_manifest
+    from pipeline.core.prompt_renderers import use_manifest_template
     from pipeline.core.tokenizer import tokenizer_location
     from pipeline.stages.model_folder import model_folder
 
     from _support.vllm_server import (  # scripts/_support: this script's folder is first on the path
-        RENDER_CONFIGS, SERVER_ARGS, render_model_folder, start_vllm_render, stop_vllm, unavailable,
+        RENDER_CONFIGS, render_model_folder, server_args, start_vllm_render, stop_vllm, unavailable,
     )
 
     print("| dataset | rendered by (vLLM 0.32.0 render server) | exact / total | top classes (samples) |")
@@ -86,21 +98,32 @@ def speculators_rows(wanted: set[str]) -> None:
         manifest = load_manifest(dataset)
         location = Path(tokenizer_location(manifest.tokenizer))
         if location.suffix == ".gguf":  # the model the dataset was captured from, as the engines load it
-            folder, shown = model_folder(manifest.tokenizer), f"its model ({location.name}, converted)"
+            shown = f"its model ({location.name}, converted)"
         elif location.name in RENDER_CONFIGS:
-            folder, shown = None, f"`{location.name}` tokenizer files + a config.json"
+            config = RENDER_CONFIGS.get(manifest.profile) or RENDER_CONFIGS[location.name]
+            shown = f"`{location.name}` tokenizer files + a config.json ({config['architectures'][0]})"
         else:
             print(f"| {dataset.name} | - | not measured | {NOT_SERVED.get(manifest.profile, 'no render server')} |")
             continue
         if reason:
             print(f"| {dataset.name} | {shown} | not measured | {reason} |")
             continue
-        args = SERVER_ARGS.get(manifest.profile, ())
         with tempfile.TemporaryDirectory() as tmp:
-            model = folder or render_model_folder(location, Path(tmp) / "model")
-            proc, url = start_vllm_render(model, Path(tmp) / "server.log", args)
+            if location.suffix == ".gguf":
+                model, extra = model_folder(manifest.tokenizer), ()
+            else:  # the server is given the chat template the manifest names, where the folder's own is not it
+                bound, profile = bind_dataset(manifest.profile, str(location))
+                use_manifest_template(manifest, profile, bound)
+                model, extra = render_model_folder(location, Path(tmp) / "model", manifest.profile)
+            args = server_args(manifest.profile) + extra
             try:
-                label = shown + (f", `{' '.join(args)}`" if args else "")
+                proc, url = start_vllm_render(model, Path(tmp) / "server.log", args)
+            except RuntimeError as e:  # the server refuses the folder: its last words are the reason
+                print(f"| {dataset.name} | {shown} | not measured | vLLM: {str(e).strip().splitlines()[-1][:300]} |")
+                continue
+            try:
+                flags = " ".join(Path(a).name if a.startswith("/") else a for a in args)
+                label = shown + (f", `{flags}`" if flags else "")
                 print(measure(dataset, label, spec=f"speculators:{url}"), flush=True)
             finally:
                 stop_vllm(proc)
@@ -129,8 +152,10 @@ def main() -> int:
         profile = load_manifest(dataset).profile
         for template in TEMPLATES.get(profile, ()):
             print(measure(dataset, template), flush=True)
-            if (profile, template) in VARIANTS:
-                print(measure(dataset, template, VARIANTS[profile, template]), flush=True)
+            for variant in VARIANTS.get((profile, template), ()):
+                kwargs = {k: v for k, v in variant.items() if k != "model_template"}
+                print(measure(dataset, template, kwargs or None, model_template=variant.get("model_template", True)),
+                      flush=True)
     return 0
 
 

@@ -179,3 +179,146 @@ def test_kimi_runs_through_its_pinned_class_and_nothing_else(tmp_path, monkeypat
     dropped = Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=trainer)(answer)
     assert CLASS_PREFIX + REASONING_DROPPED in dropped.classes  # K2.5's template writes the last answer as history
     assert CLASS_PREFIX + REASONING_DROPPED not in Judge(bind_profile("kimi-k2.5", kimi), kimi, "sglang", trainer=kept)(answer).classes
+
+
+def _golden(dataset: str, sample_id: str):
+    with open(ROOT / "golden" / dataset / "samples.jsonl", encoding="utf-8") as f:
+        for line, raw in enumerate(f, 1):
+            if json.loads(raw)["id"] == sample_id:
+                return parse_sample(json.loads(raw), Path(dataset), line)
+    raise LookupError(sample_id)
+
+
+def _judge(dataset: str, template: str, **options):
+    """(judge, the trainer) for SpecForge's ``template`` on ``dataset``, loaded as the option loads it."""
+    from pipeline.core.binding import bind_dataset
+    from pipeline.core.golden import load_manifest
+    from pipeline.core.prompt_renderers import use_manifest_template
+    from pipeline.core.tokenizer import tokenizer_location
+    from pipeline.core.trainers import load_trainer
+
+    manifest = load_manifest(ROOT / "golden" / dataset)
+    location = tokenizer_location(manifest.tokenizer)
+    tokenizer, profile = bind_dataset(manifest.profile, location)
+    use_manifest_template(manifest, profile, tokenizer)  # as the plugin does first: the manifest's chat template
+    trainer = load_trainer(f"specforge:{template}", location, None, manifest.profile, **options)
+    return Judge(profile, tokenizer, manifest.views[0], trainer=trainer), trainer
+
+
+def test_the_newer_classes_on_known_ids():
+    """A cut answer the template closes, the engine's system part missing, a whitespace-only prompt difference
+    (against the header's own newline at the end), and tool calls written as the model wrote them after the
+    template's own separator."""
+    from pipeline.core.trainers import PROMPT_WHITESPACE, STOP_ADDED, SYSTEM_PROMPT_DROPPED, TOOL_CALL_RERENDERED
+
+    enc = QWEN.encode
+    cut = enc("The answer is")
+    assert classify(cut, None, [], cut + enc("<|im_end|>\n"), QWEN, PROFILE)[0] == [STOP_ADDED, MASK_OFF_BY_N]
+    call = '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call><|im_end|>'
+    assert classify(enc("Now." + call), None, [], enc("Now.\n" + call), QWEN, PROFILE)[0] == [TOOL_CALL_RERENDERED]
+    from pipeline.core.tokenizer import load_tokenizer
+
+    ds = load_tokenizer("deepseek-ai/DeepSeek-V3.1")
+    v31 = bind_profile("deepseek-v3.1", ds)
+    question = "Will it rain in Paris today, and should I bring an umbrella to the museum?"
+    user = ds.encode(f"<｜begin▁of▁sentence｜><｜User｜>{question}<｜Assistant｜></think>")
+    tools = ds.encode(f"<｜begin▁of▁sentence｜>\n\n## Tools\nf<｜User｜>{question}<｜Assistant｜></think>")
+    assert classify([], tools, user, [], ds, v31)[1] == [SYSTEM_PROMPT_DROPPED]
+    inside = ds.encode(f"<｜begin▁of▁sentence｜>Be brief.\n\n## Tools\nf\n\nToday is Monday.<｜User｜>{question}<｜Assistant｜></think>")
+    kept = ds.encode(f"<｜begin▁of▁sentence｜>Be brief.\n\nToday is Monday.<｜User｜>{question}<｜Assistant｜></think>")
+    assert classify([], inside, kept, [], ds, v31)[1] == [SYSTEM_PROMPT_DROPPED]  # the declarations left out
+    assert classify([], kept, inside, [], ds, v31)[1] == [SYSTEM_PROMPT_ADDED]
+    assert classify([], user, ds.encode("  ") + user, [], ds, v31)[1] == [PROMPT_WHITESPACE]
+    answer = ds.encode("Hi.<｜end▁of▁sentence｜>")
+    moved = ds.encode("<｜Assistant｜></think>Hi.<｜end▁of▁sentence｜>")  # the prompt's header and empty block, trained on
+    assert classify(answer, None, [], moved, ds, v31)[0] == [TEMPLATE_HEADER_WRONG, EMPTY_REASONING_ADDED, MASK_OFF_BY_N]
+
+
+def test_earlier_tool_calls_reach_the_trainer_as_the_api_holds_them():
+    from pipeline.core.trainers import api_messages
+
+    stored = [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c0", "type": "function", "function": {"name": "f", "arguments": {"city": "São Paulo"}}}]}]
+    sent = api_messages(stored)
+    assert sent[0]["tool_calls"][0]["function"]["arguments"] == '{"city": "São Paulo"}'
+    assert stored[0]["tool_calls"][0]["function"]["arguments"] == {"city": "São Paulo"}  # the sample untouched
+    assert api_messages(sent) == sent
+
+
+def test_specforge_llama3_and_qwen3_coder_on_their_datasets():
+    """Llama 3.1 (its folder's 3.1 template) and Qwen3-Coder (its template, Qwen3's vocabulary lent beside it):
+    SpecForge's system prompt, a cut answer closed by <|eot_id|>, a tool call re-serialised by the template."""
+    from pipeline.core.trainers import STOP_ADDED, TOOL_CALL_RERENDERED
+
+    judge, trainer = _judge("L1_glaive", "llama3")
+    assert trainer.name == "specforge 0.2.0:llama3" and trainer.rendered_by == ""
+    cut = judge(_golden("L1_glaive", "l1-0031"))  # cut at the token limit: the template closes the turn
+    assert {CLASS_PREFIX + STOP_ADDED, CLASS_PREFIX + SYSTEM_PROMPT_ADDED} <= set(cut.classes), cut.report
+    assert "128009 '<|eot_id|>'" in cut.report
+    call = judge(_golden("L1_glaive", "l1-0007"))  # compact JSON the model wrote, json.dumps'd by the template
+    assert CLASS_PREFIX + TOOL_CALL_RERENDERED in call.classes, call.report
+    judge, trainer = _judge("C1_glaive", "qwen3-instruct")
+    verdict = judge(_golden("C1_glaive", "c1-0009"))  # content right before <tool_call>: the template adds "\n"
+    assert CLASS_PREFIX + TOOL_CALL_RERENDERED in verdict.classes and verdict.prompt == CLASS_PREFIX + SYSTEM_PROMPT_ADDED
+
+
+def test_deepseek_v31_gets_the_template_kept_apart_and_v32_its_encoder():
+    """V3.1's folder holds no template: the trainer's tokenizer gets the one the prompts were rendered with. V3.2
+    has none at all: its encoder answers apply_chat_template, with thinking on as SpecForge's deepseek-v32 asks,
+    so an answer generated with thinking off gets an empty block, and one the encoder refuses stops SpecForge;
+    with the tokenizer files alone SpecForge renders its fallback, which drops the tool declarations."""
+    from pipeline.core.trainers import NO_TRAINING_ROW, SYSTEM_PROMPT_DROPPED
+
+    judge, trainer = _judge("D31_glaive", "deepseek-v3")
+    assert trainer.rendered_by == "chat template chat_template.xinference.jinja"
+    plain = judge(_golden("D31_glaive", "d31-0048"))  # thinking off: the prompt's </think> in the trained span
+    assert CLASS_PREFIX + EMPTY_REASONING_ADDED in plain.classes and "128799 '</think>'" in plain.report
+    judge, trainer = _judge("D32_glaive", "deepseek-v32")
+    assert trainer.rendered_by == "the model's encoder"
+    thinking = judge(_golden("D32_glaive", "d32-0000"))  # the generation prompt's <think> trained on
+    assert CLASS_PREFIX + MASK_OFF_BY_N in thinking.classes and "mask-off-by-n (+1 tokens)" in thinking.report
+    assert thinking.prompt == CLASS_PREFIX + TEMPLATE_HEADER_WRONG and "128798 '<think>'" in thinking.report
+    off = judge(_golden("D32_glaive", "d32-0002"))  # generated with thinking off, rendered with it on
+    assert CLASS_PREFIX + EMPTY_REASONING_ADDED in off.classes, off.report
+    refused = judge(_golden("D32_glaive", "d32-0005"))  # no reasoning and no calls, in thinking mode
+    assert refused.classes == (CLASS_PREFIX + NO_TRAINING_ROW,) and "EncoderRefused" in refused.report
+    judge, trainer = _judge("D32_glaive", "deepseek-v32", model_template=False)
+    assert trainer.name.endswith("(no chat template: SpecForge's fallback rendering)")
+    assert judge(_golden("D32_glaive", "d32-0000")).prompt == CLASS_PREFIX + SYSTEM_PROMPT_DROPPED
+
+
+def test_a_mask_that_takes_more_text_over_a_lost_split_is_both_classes():
+    """The engine's non-canonical split and the template's newline after <|im_end|>, in one span."""
+    golden = QWEN.encode_ordinary(" initial") + QWEN.encode_ordinary("izer") + [STOP]
+    span = QWEN.encode(" initializer<|im_end|>\n")
+    assert classify(golden, None, [], span, QWEN, PROFILE)[0] == [RETOKENIZED, MASK_OFF_BY_N]
+    sample = parse_sample({**q1()[0], "output_ids": golden, "finish_reason": {"type": "stop", "matched": STOP}}, Path("Q1"), 1)
+    trainer = Trainer("split", lambda m, t, msg: (sample.prompt_ids + span, [0] * len(sample.prompt_ids) + [1] * len(span)))
+    verdict = Judge(PROFILE, QWEN, "sglang", trainer=trainer)(sample)
+    assert "mask-off-by-n (the text '\\n' added)" in verdict.report, verdict.report
+
+
+def test_an_earlier_tool_call_written_otherwise_in_the_prompt_is_named():
+    """The engines hand an earlier call's arguments to DeepSeek-V3.1's template differently (SGLang the JSON
+    string, which the template's tojson quotes again; vLLM the parsed object): the prompt differs inside that call."""
+    from pipeline.core.tokenizer import load_tokenizer
+    from pipeline.core.trainers import TOOL_CALL_RERENDERED
+
+    ds = load_tokenizer("deepseek-ai/DeepSeek-V3.1")
+    v31 = bind_profile("deepseek-v3.1", ds)
+
+    def prompt(arguments: str) -> list[int]:
+        return ds.encode("<｜begin▁of▁sentence｜><｜User｜>Weather in Seoul?<｜Assistant｜></think><｜tool▁calls▁begin｜>"
+                         f"<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{arguments}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+                         "<｜end▁of▁sentence｜><｜tool▁output▁begin｜>rain, 8 degrees<｜tool▁output▁end｜>The tool says it rains "
+                         "in Seoul today, so take an umbrella with you when you go out.")
+    engine, trainer = prompt('"{\\"city\\":\\"Seoul\\"}"'), prompt('{"city":"Seoul"}')
+    assert classify([], engine, trainer, [], ds, v31)[1] == [TOOL_CALL_RERENDERED]
+
+
+def test_the_docs_name_every_class_with_its_advice():
+    from pipeline.core.trainers import ADVICE, CLASSES
+
+    text = (ROOT / "docs" / "trainers.md").read_text(encoding="utf-8")
+    missing = [c for c in CLASSES if f"| `{c}` |" not in text]
+    assert missing == [] and set(ADVICE) == set(CLASSES)

@@ -5,7 +5,9 @@ trains on the loss-masked span. ``--tokfidelity-trainer=specforge:TEMPLATE`` jud
 ``preprocess_conversations`` with a template from its registry: each sample's conversation is its
 ``messages`` plus the assistant message the view returns; it passes when the last loss-masked span is
 the engine's output ids and the ids before it are the engine's prompt ids. Each difference gets a
-named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfidelity's own diagnosis.
+named class with advice (``CLASSES``, ``ADVICE``), and the output side tokfidelity's own diagnosis. SpecForge's
+tokenizer renders as the dataset's engine did (``load_trainer``: the folder's template, one kept apart from it, or
+DeepSeek-V3.2's encoder as its ``apply_chat_template``), so that what is judged is SpecForge's own preprocessing.
 
 The only module touching SpecForge (and its transformers tokenizer, loaded with
 ``trust_remote_code=False`` from a folder whose config names no code of its own; for a folder that names its
@@ -24,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import TokfidelityError
+from .speculators_adapter import NoTrainingRow
 
 __all__ = ["Trainer", "TrainerError", "CLASSES", "ADVICE", "trainer_name", "load_trainer", "judge_with_trainer", "classify",
-           "CLASS_PREFIX"]
+           "CLASS_PREFIX", "api_messages"]
 
 SPECFORGE = "specforge"
 SPECULATORS = "speculators"
@@ -36,36 +39,52 @@ SPECULATORS_NEEDS_SERVER = (
     "template path of its own; give its address, --tokfidelity-trainer=speculators:http://HOST:PORT (docs/trainers.md)")
 CLASS_PREFIX = "trainer:"  # a trainer divergence's class among a verdict's classes
 SYSTEM_PROMPT_ADDED = "system-prompt-added"
+SYSTEM_PROMPT_DROPPED = "system-prompt-dropped"
 EMPTY_REASONING_ADDED = "empty-reasoning-added"
 REASONING_DROPPED = "reasoning-dropped"
 STOP_OUTSIDE_MASK = "stop-token-outside-mask"
+STOP_ADDED = "stop-token-added"
 MASK_OFF_BY_N = "mask-off-by-n"
 TOOL_CALL_RERENDERED = "tool-call-re-rendered"
 TEMPLATE_HEADER_WRONG = "template-header-wrong"
+PROMPT_WHITESPACE = "prompt-whitespace"
 NO_TRAINING_ROW = "no-training-row"
 RETOKENIZED = "re-tokenized"
 OTHER = "other"
-CLASSES = (SYSTEM_PROMPT_ADDED, EMPTY_REASONING_ADDED, REASONING_DROPPED, STOP_OUTSIDE_MASK, MASK_OFF_BY_N,
-           TOOL_CALL_RERENDERED, TEMPLATE_HEADER_WRONG, RETOKENIZED, NO_TRAINING_ROW, OTHER)
+CLASSES = (SYSTEM_PROMPT_ADDED, SYSTEM_PROMPT_DROPPED, EMPTY_REASONING_ADDED, REASONING_DROPPED, STOP_OUTSIDE_MASK,
+           STOP_ADDED, MASK_OFF_BY_N, TOOL_CALL_RERENDERED, TEMPLATE_HEADER_WRONG, PROMPT_WHITESPACE, RETOKENIZED,
+           NO_TRAINING_ROW, OTHER)
 ADVICE = {
     SYSTEM_PROMPT_ADDED: "the trainer's template adds a system prompt the engine never saw (or writes its own in "
     "place of the engine's): set the template's system_prompt to None, or train on the prompt the engine rendered",
+    SYSTEM_PROMPT_DROPPED: "what the engine's prompt held before the first user turn (a system message, the tool "
+    "declarations) is missing from the trainer's: the drafter trains without the context the model answered in; "
+    "give the trainer a template that renders the system message and tools",
     EMPTY_REASONING_ADDED: "the template writes an empty <think></think> block where the model wrote none: the "
     "drafter learns to emit it; use a template that leaves an answer without reasoning as it is",
     REASONING_DROPPED: "the model's reasoning is missing from the trained span: keep reasoning_content in the "
     "conversation and use a thinking template",
     STOP_OUTSIDE_MASK: "the stop token the model generated is not in the loss mask: the drafter never learns to stop",
+    STOP_ADDED: "the trained span ends with a stop token the model never generated (its answer was cut at the token "
+    "limit, and the template closes every turn): the drafter learns to stop where the model went on; keep cut answers "
+    "out of the training set, or train on the engine's ids",
     MASK_OFF_BY_N: "the loss mask starts or ends N tokens away from what the model generated (e.g. the template's "
     "newline after the end-of-turn token, a token the model never generated, is trained on)",
     TOOL_CALL_RERENDERED: "the tool calls are re-rendered by the template (other JSON spacing or key order, other "
-    "framing) instead of the text the model wrote",
-    TEMPLATE_HEADER_WRONG: "the ids before the span end differently from the engine's prompt: the assistant header "
-    "or generation prompt of the trainer's template is not the model's",
+    "framing) instead of the text the model wrote (in the trained span, or an earlier turn's in the prompt)",
+    TEMPLATE_HEADER_WRONG: "the ids before the span end differently from the engine's prompt (or the loss mask "
+    "starts with the assistant header the engine's prompt ended with): the assistant header "
+    "or generation prompt of the trainer's template is not the model's (or, at an earlier assistant turn, its think "
+    "block is written for another thinking mode)",
+    PROMPT_WHITESPACE: "the ids before the span differ from the engine's prompt only in whitespace: the template "
+    "renders otherwise than for the engine's request (a chat-template argument the request set, such as thinking, "
+    "left undefined: DeepSeek-V3.1's template writes spaces for each one undefined); pass the request's "
+    "chat_template_kwargs to the trainer's template",
     RETOKENIZED: "the same text, other ids: the trainer encodes the text again, so the engine's own (non-canonical) "
     "split is lost; train on the engine's ids",
     NO_TRAINING_ROW: "the trainer made no training row of the model's answer (its preprocessing skipped the "
     "conversation: a render it could not make, a template whose renders do not extend each other, nothing left "
-    "to train on); the drafter never sees this answer",
+    "to train on; or raised on it, which stops the run); the drafter never sees this answer",
     OTHER: "the trained ids differ from the engine's in another way: compare the windows below",
 }
 
@@ -80,6 +99,7 @@ class Trainer:
 
     name: str  # "specforge 0.2.0:qwen3-thinking"
     build: Callable[[Sequence[Mapping], Sequence | None, Mapping], tuple[list[int], list[int]]]
+    rendered_by: str = ""  # what the trainer's tokenizer was given to render as the engine did ("": its own files)
 
     def judge(self, judge, sample):
         """The verdict on ``sample`` under this preprocessing (``judge``: the fidelity.Judge holding it, whose
@@ -119,9 +139,18 @@ def trainer_name(spec: str, field: str = "--tokfidelity-trainer") -> str:
     return f"{SPECFORGE} {version('specforge')}:{template}"
 
 
-def load_trainer(spec: str, tokenizer_location: str, template_kwargs: Mapping[str, Any] | None = None) -> Trainer:
+def load_trainer(spec: str, tokenizer_location: str, template_kwargs: Mapping[str, Any] | None = None,
+                 profile: str | None = None, *, model_template: bool = True) -> Trainer:
     """The trainer ``spec`` names, over the transformers tokenizer in ``tokenizer_location``; ``template_kwargs``
-    go to the chat template as SpecForge's per-conversation keyword arguments (none: its defaults)."""
+    go to the chat template as SpecForge's per-conversation keyword arguments (none: its defaults).
+
+    ``profile`` (the dataset's) says how the engine rendered its prompts, and the tokenizer SpecForge gets
+    renders the same way (``model_template``; False: the tokenizer files alone, as ``AutoTokenizer`` loads
+    them): a folder whose files hold no chat template gets the one tokfidelity renders its prompts with
+    (``pipeline.core.render.chat_template``, e.g. DeepSeek-V3.1's kept beside its folder), and a model whose
+    prompts come from its own Python encoder (DeepSeek-V3.2, no jinja template) gets that encoder as its
+    ``apply_chat_template`` (``_attach_dsv32_encoder``). Without either SpecForge renders with its own
+    fallback (bos, then each turn between the template's headers)."""
     name = trainer_name(spec)
     if spec.startswith(SPECULATORS + ":"):
         return _speculators_trainer(name, spec.partition(":")[2], tokenizer_location)
@@ -138,16 +167,83 @@ def load_trainer(spec: str, tokenizer_location: str, template_kwargs: Mapping[st
 
     if tokenizer is None:
         tokenizer = _transformers_tokenizer(tokenizer_location)
+    rendered = _engine_rendering(tokenizer, tokenizer_location, profile, model_template)
     template = TEMPLATE_REGISTRY.get(spec.partition(":")[2])
 
     def build(messages, tools, message):
         conversation = [*messages, {"role": "assistant", **message}]
         extra = {k: [v] for k, v in (template_kwargs or {}).items()}  # one value per conversation
-        out = preprocess_conversations(tokenizer, [conversation], template, max_length=1 << 20, tools=[list(tools or [])],
-                                       **extra)
+        try:
+            out = preprocess_conversations(tokenizer, [conversation], template, max_length=1 << 20,
+                                           tools=[list(tools or [])], **extra)
+        except EncoderRefused as e:  # not a ValueError: SpecForge does not fall back, its preprocessing stops
+            raise NoTrainingRow(f"SpecForge's preprocessing raised {type(e).__name__}: {e} (the model's encoder "
+                                f"refuses the conversation as SpecForge renders it; the whole run stops there)") from None
         return out["input_ids"][0][0].tolist(), out["loss_mask"][0][0].tolist()
 
-    return Trainer(name + "".join(f" {k}={v!r}" for k, v in (template_kwargs or {}).items()), build)
+    suffix = "".join(f" {k}={v!r}" for k, v in (template_kwargs or {}).items())
+    if not model_template and getattr(tokenizer, "chat_template", None) is None:
+        suffix += " (no chat template: SpecForge's fallback rendering)"
+    return Trainer(name + suffix, build, rendered)
+
+
+class EncoderRefused(Exception):  # noqa: N818 - as the model's DS32EncodingError, an Exception, not a ValueError
+    """DeepSeek-V3.2's encoder refuses a conversation (its encoder raises ``DS32EncodingError``)."""
+
+
+def _engine_rendering(tokenizer, tokenizer_location: str, profile: str | None, model_template: bool) -> str:
+    """Make ``tokenizer`` render prompts as the dataset's engine rendered them (see ``load_trainer``); what
+    was given, for the table ("" where the tokenizer files render so already). Either way a tokenizer whose
+    files name no bos or eos token (a folder holding only tokenizer.json) gets the profile's, as the model's
+    tokenizer_config.json names them."""
+    from .families import specs
+
+    spec = next((s for s in specs() if s.name == profile), None)
+    for key, text in (("bos_token", spec and spec.prompt_markers.get("bos")), ("eos_token", spec and spec.markers.get("stop"))):
+        if text and getattr(tokenizer, key, None) is None:
+            setattr(tokenizer, key, text)
+    renderer = spec.prompt_renderer if spec is not None else "template"
+    if not model_template:
+        return ""
+    if renderer == "dsv32":
+        _attach_dsv32_encoder(tokenizer)
+        return "the model's encoder"
+    if renderer != "template" or getattr(tokenizer, "chat_template", None):
+        return ""
+    from .render import RenderError, chat_template, special_token_variables
+    from .tokenizer import load_tokenizer
+
+    ours = load_tokenizer(tokenizer_location)
+    try:
+        text, where = chat_template(ours)
+    except RenderError:
+        return ""  # none anywhere: SpecForge's fallback rendering, as with the model's files alone
+    tokenizer.chat_template = text
+    for key, value in special_token_variables(ours).items():
+        if getattr(tokenizer, key, None) is None:
+            setattr(tokenizer, key, value)
+    return f"chat template {Path(where).resolve().name if Path(where).exists() else where}"
+
+
+def _attach_dsv32_encoder(tokenizer) -> None:
+    """DeepSeek-V3.2 ships no jinja template but a Python encoder (``encoding_dsv32.encode_messages``): give
+    ``tokenizer`` an ``apply_chat_template`` that returns its text (tokfidelity's restatement,
+    ``dsv32_prompts``, the dataset's prompts' renderer), called as SGLang calls it (tools in a first system
+    message, past reasoning from ``reasoning_content``), thinking on when the call asks for it (``thinking`` or
+    ``enable_thinking``, as vLLM's ``deepseek_v32`` tokenizer reads them). Where the encoder refuses the
+    conversation it raises ``EncoderRefused`` (the model's ``DS32EncodingError`` is no ValueError either)."""
+    from .dsv32_prompts import dsv32_prompt_text
+    from .render import RenderError
+
+    def apply_chat_template(messages, tools=None, tokenize=True, add_generation_prompt=False, **kwargs):
+        thinking = bool(kwargs.get("thinking") or kwargs.get("enable_thinking"))
+        try:
+            text = dsv32_prompt_text(messages, tools, {"thinking": thinking}, "sglang")
+        except RenderError as e:
+            raise EncoderRefused(e.message) from None
+        return tokenizer.encode(text, add_special_tokens=False) if tokenize else text
+
+    tokenizer.apply_chat_template = apply_chat_template
 
 
 def _speculators_trainer(name: str, endpoint: str, tokenizer_location: str) -> Trainer:
@@ -166,13 +262,36 @@ def _transformers_tokenizer(tokenizer_location: str):
     from transformers import AutoTokenizer
 
     from .model_files import transformers_source
+    from .tokenizer.hf_files import derived_hf_base
 
+    lender = derived_hf_base(Path(tokenizer_location)) if Path(tokenizer_location).is_dir() else None
     try:
+        if lender is not None:  # Qwen3-Coder: its config and template here, the vocabulary it lends beside it
+            return _derived_tokenizer(Path(tokenizer_location), lender)
         with transformers_source(tokenizer_location) as (folder, kwargs):  # a GGUF file alone, or a checked folder
             return AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **kwargs)
     except (OSError, ValueError) as e:  # not a transformers tokenizer (a bare tiktoken encoding)
         raise TrainerError(f"SpecForge needs a transformers tokenizer; transformers cannot load one from "
                            f"{tokenizer_location} ({type(e).__name__}: {str(e).splitlines()[0][:160]})", field="tokenizer") from None
+
+
+def _derived_tokenizer(folder: Path, lender: Path):
+    """The model's tokenizer as its repository holds it: ``folder``'s files beside the vocabulary ``lender``
+    lends it (linked into one folder, as the model repository has them together)."""
+    import tempfile
+
+    from transformers import AutoTokenizer
+
+    from .model_files import refuse_folder_code
+
+    refuse_folder_code(folder)
+    with tempfile.TemporaryDirectory() as tmp:
+        for source in (lender, folder):
+            for f in source.iterdir():
+                if f.is_file():
+                    (Path(tmp) / f.name).unlink(missing_ok=True)
+                    (Path(tmp) / f.name).symlink_to(f.resolve())
+        return AutoTokenizer.from_pretrained(tmp, trust_remote_code=False)
 
 
 # The model repositories' own tokenizer classes a trainer may run: each file by its sha256, loaded as a module
@@ -243,6 +362,23 @@ def assistant_message(response: Mapping[str, Any]) -> dict[str, Any]:
     return message
 
 
+def api_messages(messages: Sequence[Mapping]) -> list[dict]:
+    """The conversation as one regenerated through an OpenAI-style API holds it: each earlier tool call's
+    arguments a JSON string (a dataset may store them as objects, the form chat templates take; the engines
+    parse the string back into that object before rendering, and vLLM's endpoints refuse any other form)."""
+    out = []
+    for m in messages:
+        calls = m.get("tool_calls") if isinstance(m, Mapping) else None
+        if calls and any(not isinstance(c.get("function", {}).get("arguments", ""), str) for c in calls):
+            import json
+
+            m = {**m, "tool_calls": [{**c, "function": {**c["function"], "arguments": json.dumps(
+                c["function"]["arguments"], ensure_ascii=False)}} if not isinstance(c["function"].get("arguments"), str)
+                else c for c in calls]}
+        out.append(m)
+    return out
+
+
 def last_span(ids: Sequence[int], mask: Sequence[int]) -> tuple[list[int], list[int]]:
     """(the ids before the last loss-masked span, that span); ([], []) with nothing masked."""
     end = max((i + 1 for i, m in enumerate(mask) if m), default=0)
@@ -265,14 +401,22 @@ def _output_classes(golden: Sequence[int], span: Sequence[int], tokenizer, profi
     reasoning = ""
     if think_end is not None and think_end in golden:
         reasoning = tokenizer.decode(golden[: golden.index(think_end)]).replace("<think>", "").strip()
-    empty = re.compile(r"<think>\s*</think>")
-    if empty.search(stext) and not empty.search(gtext) and not reasoning:  # an empty block in place of reasoning: dropped
+    header = profile.spec.prompt_markers.get("assistant")
+    body = stext.lstrip()
+    if header and body.startswith(header) and not gtext.lstrip().startswith(header):
+        out.append(TEMPLATE_HEADER_WRONG)  # the assistant header (the engine's prompt ended with it) in the mask
+        body = body[len(header):]
+    # an empty block: <think></think>, or (DeepSeek-V3.1's non-thinking mode) a </think> opening the answer
+    empty = re.compile(r"<think>\s*</think>|^\s*</think>")
+    if empty.search(body) and not empty.search(gtext) and not reasoning:  # an empty block in place of reasoning: dropped
         out.append(EMPTY_REASONING_ADDED)
     if reasoning and reasoning not in stext:
         out.append(REASONING_DROPPED)
     stop = profile.stop_ids
     if golden and golden[-1] in stop and golden[-1] not in span:  # missing, or another stop token in its place
         out.append(STOP_OUTSIDE_MASK)
+    if golden and golden[-1] not in stop and set(stop).intersection(span[-2:]):  # a cut answer, closed by the template
+        out.append(STOP_ADDED)  # (its end-of-turn: the stop token, perhaps a newline after it)
     if len(span) != len(golden) and (_contains(span, golden) is not None or _contains(golden, span) is not None):
         out.append(MASK_OFF_BY_N)
     calls = {i for r, i in profile.ids.items() if r in ("tool_call_begin", "tool_calls_begin")}
@@ -281,12 +425,51 @@ def _output_classes(golden: Sequence[int], span: Sequence[int], tokenizer, profi
         tail = tokenizer.decode([i for i in golden[first:] if i not in stop]).strip()
     else:
         marker = next((m for m in ("<tool_call>", "to=functions.") if m in gtext), None)
-        tail = gtext[gtext.find(marker):].strip() if marker else ""
+        tail = gtext[gtext.find(marker):].strip() if marker else _unmarked_calls(golden, tokenizer, profile)
     if tail and tail not in stext and not any(_strip_stop(tail, t) in stext for t in profile.spec.stop_texts):
         out.append(TOOL_CALL_RERENDERED)
+    elif tail and tail in stext and _separator_rewritten(gtext[:gtext.find(tail)], stext[:stext.find(tail)]):
+        out.append(TOOL_CALL_RERENDERED)  # the calls as written, the template's own whitespace before them
+    if not out and gtext != stext and _extends(gtext, stext):
+        out.append(MASK_OFF_BY_N)  # the mask takes more (or less) text: the template's, before or after the answer
+        if list(tokenizer.encode(gtext)) != list(golden):
+            out.insert(0, RETOKENIZED)  # and the engine's own split of the answer is lost
     if not out:
         out.append(RETOKENIZED if gtext == stext else OTHER)
     return out
+
+
+def _offset(golden: Sequence[int], span: Sequence[int], tokenizer) -> str:
+    """How far the mask is off: N tokens where one side holds the other, else the text it adds or leaves out."""
+    if _contains(span, golden) is not None or _contains(golden, span) is not None:
+        return f"{len(span) - len(golden):+d} tokens"
+    gtext, stext = tokenizer.decode(golden), tokenizer.decode(span)
+    longer, shorter = (stext, gtext) if len(stext) > len(gtext) else (gtext, stext)
+    extra = longer[len(shorter):] if longer.startswith(shorter) else longer[: len(longer) - len(shorter)]
+    return f"the text {extra!r} {'added' if longer is stext else 'left out'}"
+
+
+def _extends(gtext: str, stext: str) -> bool:
+    """One text is the other with more text before or after it."""
+    longer, shorter = (stext, gtext) if len(stext) > len(gtext) else (gtext, stext)
+    return longer.startswith(shorter) or longer.endswith(shorter)
+
+
+def _separator_rewritten(golden_before: str, span_before: str) -> bool:
+    """The text before the tool calls differs only in the whitespace right before them (the template writes its
+    own separator between the content and the calls)."""
+    return golden_before != span_before and golden_before.rstrip() == span_before.rstrip()
+
+
+def _unmarked_calls(golden: Sequence[int], tokenizer, profile) -> str:
+    """The text of tool calls no marker opens (Llama 3.1's JSON call, the whole output), from the first call's
+    name on, as the profile's layout finds them; "" without calls."""
+    from .layout import split_output
+
+    calls = split_output(golden, profile).tool_calls
+    if not calls:
+        return ""
+    return tokenizer.decode([i for i in golden[calls[0].id.start:] if i not in profile.stop_ids]).strip()
 
 
 def _strip_stop(text: str, stop: str) -> str:
@@ -294,16 +477,61 @@ def _strip_stop(text: str, stop: str) -> str:
 
 
 def _prompt_classes(golden: Sequence[int], before: Sequence[int], tokenizer, profile) -> list[str]:
-    """A system prompt added where the engine's prompt had none (or had only its tool declarations), a header
-    that differs near the end (the assistant header, the generation prompt), else another difference."""
-    n = next((i for i, (a, b) in enumerate(zip(golden, before)) if a != b), min(len(golden), len(before)))
-    user = profile.ids.get("prompt.user")
-    before_user = user not in golden[:n] if user is not None else "user" not in tokenizer.decode(golden[:n]).lower()
-    if before_user and (user is not None or "system" in tokenizer.decode(before[: n + 4]).lower()):
+    """A prompt that differs only in whitespace, a system prompt added where the engine's prompt had none (or had
+    only its tool declarations), a header that differs near the end (the assistant header, the generation
+    prompt), else another difference. Compared as text without whitespace, so that whitespace a template writes
+    otherwise (for a variable the engine's request set and the trainer leaves undefined) does not hide what
+    differs after it."""
+    gtext, btext = (re.sub(r"\s+", "", tokenizer.decode(ids)) for ids in (golden, before))
+    if gtext == btext:  # whitespace only: the header's own (its newline) at the end, else the template's elsewhere
+        k = next((i for i, (a, b) in enumerate(zip(golden, before)) if a != b), min(len(golden), len(before)))
+        return [TEMPLATE_HEADER_WRONG if k >= min(len(golden), len(before)) - 8 else PROMPT_WHITESPACE]
+    n = next((i for i, (a, b) in enumerate(zip(gtext, btext)) if a != b), min(len(gtext), len(btext)))
+    marker = _user_marker(tokenizer, profile)
+    before_user = marker not in gtext[:n] if marker else "user" not in gtext[:n].lower()
+    if before_user and marker and _dropped_before(gtext, btext, marker):
+        return [SYSTEM_PROMPT_DROPPED]  # the trainer's prompt reaches the first user turn with less before it
+    if before_user and (marker or "system" in btext[: n + 24].lower()):
         return [SYSTEM_PROMPT_ADDED]  # the difference is in what comes before the first user turn
-    if n >= len(golden) - 8 or n >= len(before) - 8:
+    if n >= len(gtext) - 24 or n >= len(btext) - 24:  # within the last few tokens' text
         return [TEMPLATE_HEADER_WRONG]
+    if any(t.startswith(("<think>", "</think>")) for t in (gtext[n:], btext[n:])):
+        return [TEMPLATE_HEADER_WRONG]  # an earlier turn's generation prompt: its think block, in another mode
+    if _inside_call(gtext, n, profile):
+        return [TOOL_CALL_RERENDERED]  # an earlier turn's tool call, written otherwise (its arguments, say)
     return [OTHER]
+
+
+def _inside_call(text: str, n: int, profile) -> bool:
+    """Is position ``n`` of ``text`` inside a tool call (after a call's opening marker, before its end)?"""
+    markers = profile.spec.markers
+    opens = [markers[r] for r in ("tool_calls_begin", "tool_call_begin") if r in markers] + ["<tool_call>"]
+    ends = [markers[r] for r in ("tool_calls_end",) if r in markers] + list(profile.spec.stop_texts) + ["</tool_call>"]
+    last_open = max(text.rfind(t, 0, n) for t in opens)
+    return last_open >= 0 and last_open > max(text.rfind(t, 0, n) for t in ends)
+
+
+def _user_marker(tokenizer, profile) -> str:
+    """The text opening a user turn: the profile's user marker, or its header markers around ``user`` (Llama 3's
+    ``<|start_header_id|>user<|end_header_id|>``); "" where the profile names neither."""
+    user = profile.ids.get("prompt.user")
+    if user is not None:
+        return tokenizer.token_text(user)
+    markers = profile.spec.prompt_markers
+    if "header_start" in markers and "header_end" in markers:
+        return markers["header_start"] + "user" + markers["header_end"]
+    return ""
+
+
+def _dropped_before(gtext: str, btext: str, user: str) -> bool:
+    """The text before the first user marker is, in the trainer's prompt, the engine's with parts left out (and
+    nothing of its own added)."""
+    from difflib import SequenceMatcher
+
+    g, b = gtext.split(user, 1)[0], btext.split(user, 1)[0]
+    if user not in btext or len(b) >= len(g):
+        return False
+    return {op[0] for op in SequenceMatcher(None, g, b, autojunk=False).get_opcodes()} <= {"equal", "delete"}
 
 
 def classify(golden_output: Sequence[int], golden_prompt: Sequence[int] | None, before: Sequence[int], span: Sequence[int],
@@ -332,10 +560,8 @@ def judge_with_trainer(judge, sample):
         response = flat_message(sample.response)
     else:
         response = api_view(golden, sample.finish_reason, judge.profile, tok, judge.view)
-    from .speculators_adapter import NoTrainingRow
-
     try:
-        ids, mask = judge.trainer.build(sample.messages or [], sample.tools, assistant_message(response))
+        ids, mask = judge.trainer.build(api_messages(sample.messages or []), sample.tools, assistant_message(response))
     except NoTrainingRow as e:  # nothing to compare: the answer is not trained on at all
         classes = (CLASS_PREFIX + NO_TRAINING_ROW,)
         return Verdict(sample.id, sample.line, DIVERGENT, len(golden), classes=classes, hunks=1,
@@ -348,8 +574,9 @@ def judge_with_trainer(judge, sample):
     prompt_side = (CLASS_PREFIX + prompt[0]) if prompt else PROMPT_EXACT if checked else PROMPT_UNCHECKED
     if not output and not prompt:
         return Verdict(sample.id, sample.line, EXACT, len(golden), prompt=prompt_side)
-    lines = [f"trainer {judge.trainer.name}: " + ", ".join(output + prompt)]
-    lines += [f"  {c}{f' ({len(span) - len(golden):+d} tokens)' if c == MASK_OFF_BY_N else ''}: {ADVICE[c]}" for c in output + prompt]
+    lines = [f"trainer {judge.trainer.name}: " + ", ".join(dict.fromkeys(output + prompt))]
+    lines += [f"  {c}{f' ({_offset(golden, span, tok)})' if c == MASK_OFF_BY_N else ''}: {ADVICE[c]}"
+              for c in dict.fromkeys(output + prompt)]
     if prompt:
         n = next((i for i, (a, b) in enumerate(zip(sample.prompt_ids, before)) if a != b), min(len(before), len(sample.prompt_ids)))
         lines.append(f"prompt side at index {n}: engine {_window(sample.prompt_ids, n, tok)}\n  trainer {_window(before, n, tok)}")

@@ -75,7 +75,7 @@ def stop_vllm(proc: subprocess.Popen) -> None:
 # A render-only server needs no weights: the model's config.json (for its architecture and context length) and
 # its tokenizer files (vocabulary, special tokens, chat template). For the shipped tokenizer folders, which hold
 # no config.json, one is written beside links to the tokenizer's files.
-RENDER_CONFIGS = {  # tokenizer folder name -> the model's config.json as far as a render server reads it
+RENDER_CONFIGS = {  # tokenizer folder name (or profile, where one folder serves two models) -> the model's config.json
     "qwen3": {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 151936,
               "max_position_embeddings": 40960},
     "deepseek-v3": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "vocab_size": 129280,
@@ -84,32 +84,78 @@ RENDER_CONFIGS = {  # tokenizer folder name -> the model's config.json as far as
     # tiktoken.model through transformers' conversion, never the folder's own class (no trust_remote_code)
     "kimi-k2.5": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "vocab_size": 163840,
                   "max_position_embeddings": 262144},
+    "llama-3.1": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 128256,
+                  "max_position_embeddings": 131072},
+    "qwen3-coder": {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "vocab_size": 151936,
+                    "max_position_embeddings": 262144},
+    "deepseek-v3.1": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "vocab_size": 129280,
+                      "max_position_embeddings": 163840},
+    # V3.2 ships V3.1's tokenizer files; its architecture makes vLLM render with the model's Python encoder
+    # (tokenizer mode deepseek_v32, set from the architecture; model_type deepseek_v32 is vLLM's own config class,
+    # no trust_remote_code), and vLLM checks the config is V3.2's by its sparse-attention indexer fields
+    "deepseek-v3.2": {"architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "vocab_size": 129280,
+                      "max_position_embeddings": 163840, "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 64},
 }
 
 
-# profile -> the flags vLLM's recipe for that model family serves it with: without a tool-call parser the server
-# refuses every request that declares tools ('"auto" tool choice requires --enable-auto-tool-choice and
-# --tool-call-parser to be set'), the render endpoint included.
-SERVER_ARGS = {
-    "qwen3": ("--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"),
-    "deepseek-v3": ("--enable-auto-tool-choice", "--tool-call-parser", "deepseek_v3"),
-    "kimi-k2.5": ("--enable-auto-tool-choice", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"),
-}
+def server_args(profile: str) -> tuple[str, ...]:
+    """The flags vLLM 0.32 serves ``profile`` with: its parsers as the family registry's ``vllm-0.32`` view names
+    them. Without a tool-call parser the server refuses every request that declares tools ('"auto" tool choice
+    requires --enable-auto-tool-choice and --tool-call-parser to be set'), the render endpoint included."""
+    from pipeline.core.families import specs
+
+    view = next(s for s in specs() if s.name == profile).views.get("vllm-0.32")
+    args: tuple[str, ...] = ()
+    if view is not None and view.tool_parser:
+        args += ("--enable-auto-tool-choice", "--tool-call-parser", view.tool_parser)
+    if view is not None and view.reasoning_parser:
+        args += ("--reasoning-parser", view.reasoning_parser)
+    return args
 
 
-def render_model_folder(tokenizer_dir: Path, out: Path) -> Path:
-    """A model folder for ``vllm launch render`` made of ``tokenizer_dir``'s files (linked) and a config.json."""
+def render_model_folder(tokenizer_dir: Path, out: Path, profile: str | None = None) -> tuple[Path, tuple[str, ...]]:
+    """A model folder for ``vllm launch render`` made of ``tokenizer_dir``'s files (linked; a folder that lends
+    its vocabulary from another, Qwen3-Coder's, with the lender's beside them) and a config.json, and the flags
+    it needs besides ``server_args``: ``--chat-template`` where the chat template tokfidelity renders the
+    dataset's prompts with is kept apart from the folder (DeepSeek-V3.1's), with the bos and eos tokens the
+    template is given written into a tokenizer_config.json where the folder has none."""
     import json
 
+    from pipeline.core.tokenizer.hf_files import derived_hf_base
+
     if (tokenizer_dir / "config.json").is_file():
-        return tokenizer_dir
-    config = RENDER_CONFIGS[tokenizer_dir.name]
+        return tokenizer_dir, ()
+    config = RENDER_CONFIGS.get(profile) or RENDER_CONFIGS[tokenizer_dir.name]
     out.mkdir(parents=True, exist_ok=True)
-    for f in tokenizer_dir.iterdir():
-        if f.is_file() and not (out / f.name).exists():
-            (out / f.name).symlink_to(f.resolve())
+    lender = derived_hf_base(tokenizer_dir)
+    for source in (tokenizer_dir, lender):  # the folder's own files first: a lender's never replace them
+        for f in source.iterdir() if source is not None else ():
+            if f.is_file() and not (out / f.name).exists():
+                (out / f.name).symlink_to(f.resolve())
     (out / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return out
+    return out, _template_apart(tokenizer_dir, out, config)
+
+
+def _template_apart(tokenizer_dir: Path, out: Path, config: dict) -> tuple[str, ...]:
+    import json
+
+    from pipeline.core.render import RenderError, special_token_variables, template_pin
+    from pipeline.core.tokenizer import load_tokenizer
+
+    if config["architectures"] == ["DeepseekV32ForCausalLM"]:
+        return ()  # rendered by the model's encoder, no template
+    ours = load_tokenizer(tokenizer_dir)
+    pinned = [Path(f) for f in template_pin(ours)]
+    own = {(tokenizer_dir / name).resolve() for name in ("chat_template.jinja", "tokenizer_config.json")}
+    if not pinned or pinned[0] in own or pinned[0].suffix != ".jinja":
+        return ()  # no template at all, or the folder's own (read by the server from its files)
+    if not (out / "tokenizer_config.json").exists():
+        try:
+            special = special_token_variables(ours)
+        except RenderError:
+            special = {}
+        (out / "tokenizer_config.json").write_text(json.dumps(special, ensure_ascii=False), encoding="utf-8")
+    return ("--chat-template", str(pinned[0]))
 
 
 def start_vllm_render(model_dir: Path, log_path: Path, args: tuple[str, ...] = (), *,

@@ -4,9 +4,9 @@ too, and never import the tests), under the name the tests import it by."""
 from __future__ import annotations
 
 from _support.vllm_server import (  # scripts/_support, on the path from servers/__init__.py
-    PYTHON, RENDER_CONFIGS, ROOT, SERVER_ARGS, STAMP, UNAVAILABLE_FILE, VENV, render_model_folder, start_vllm,
+    PYTHON, RENDER_CONFIGS, ROOT, STAMP, UNAVAILABLE_FILE, VENV, render_model_folder, server_args, start_vllm,
     start_vllm_render, stop_vllm, unavailable,
 )
 
-__all__ = ["PYTHON", "RENDER_CONFIGS", "ROOT", "SERVER_ARGS", "STAMP", "UNAVAILABLE_FILE", "VENV", "render_model_folder",
+__all__ = ["PYTHON", "RENDER_CONFIGS", "ROOT", "STAMP", "UNAVAILABLE_FILE", "VENV", "render_model_folder", "server_args",
            "start_vllm", "start_vllm_render", "stop_vllm", "unavailable"]
