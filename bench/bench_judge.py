@@ -10,7 +10,8 @@ timed in the same chunks.
 
 Parts: the line read by ``SampleIndex.read`` as the suite reads it, and by the general reader alone (orjson,
 the duplicate-key dump, the per-item id check: what reading cost before sample_lines.py); the output side
-(``Judge.output_side``) and inside it the API view (decode of the golden ids through tiktoken's core, the
+as the suite runs it (``Judge.output_side_chunk``: the chunk's views, then its reconstructions) and sample by
+sample (``Judge.output_side``, as it ran before), and inside it the API view (decode of the golden ids through tiktoken's core, the
 parsers) and the reconstruction (encode and compare); the prompt side (``Judge.prompt_side``, a fresh judge
 each round so its conversation memo starts empty).
 
@@ -38,7 +39,7 @@ from pipeline.core.views import view_turn_and_bytes  # noqa: E402
 from pytest_tokfidelity import index as index_module  # noqa: E402
 
 PARTS = ("raw encode, outputs", "raw encode, prompts", "read (the suite's reader)", "read (general reader alone)",
-         "output side", "  of which the API view (decode, parse)", "  of which the reconstruction (encode, compare)",
+         "output side (the suite's: views, then reconstructions)", "output side, sample by sample", "  of which the API view (decode, parse)", "  of which the reconstruction (encode, compare)",
          "prompt side")
 
 
@@ -74,21 +75,27 @@ def measure(folder: Path, texts, tok, n: int, rounds: int) -> dict[str, list[flo
                 acc[PARTS[3]] += clock() - c
                 index_module.read_compact = fast_reader
                 assert general == samples, "the two readers disagree"
-                c = clock()
-                verdicts = [judge.output_side(s) for s in samples]
-                acc[PARTS[4]] += clock() - c
+                for order in ((4, 5) if start // 32 % 2 else (5, 4)):  # which runs first alternates by chunk
+                    c = clock()
+                    got = judge.output_side_chunk(samples) if order == 4 else [judge.output_side(s) for s in samples]
+                    acc[PARTS[order]] += clock() - c
+                    if order == 4:
+                        verdicts = got
+                    else:
+                        by_sample = got
+                assert by_sample == verdicts, "the two orders disagree"
                 c = clock()
                 turns = [view_turn_and_bytes(s.output_ids, s.finish_reason, profile, tok, "sglang", sample_request(s))[0]
                          for s in samples]
-                acc[PARTS[5]] += clock() - c
+                acc[PARTS[6]] += clock() - c
                 c = clock()
                 for s, turn in zip(samples, turns):
                     reconstruct_unless(s.output_ids, turn, profile, tok)
-                acc[PARTS[6]] += clock() - c
+                acc[PARTS[7]] += clock() - c
                 c = clock()
                 for s, v in zip(samples, verdicts):
                     judge.prompt_side(s, v)
-                acc[PARTS[7]] += clock() - c
+                acc[PARTS[8]] += clock() - c
             for part, seconds in acc.items():
                 spent[part].append(seconds)
     finally:
@@ -116,7 +123,7 @@ def main() -> int:
           f"CPU per sample (median of the rounds) and in raw encode's units (raw encode {1000 * raw:.3f} ms):")
     for part, seconds in per.items():
         rounds = ", ".join(f"{1000 * s / args.samples:.3f}" for s in spent[part])
-        print(f"  {part:48s} {1000 * seconds:7.3f} ms  {seconds / raw:5.3f}  (rounds: {rounds})")
+        print(f"  {part:56s} {1000 * seconds:7.3f} ms  {seconds / raw:5.3f}  (rounds: {rounds})")
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
     return 0
 
