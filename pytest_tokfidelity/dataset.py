@@ -286,20 +286,17 @@ class DatasetRun:
         others = self._view_judges[1:]  # a dataset judged under several views: verdicts[p] holds one per view
         stops = profile.stop_ids
         verdicts = judged.verdicts
-        outputs = []  # (position, sample, its output verdict or the exception judging it raised)
-        for p in positions:  # the output side of every sample, then the prompt side (Judge.output_side)
+        read = []  # (position, sample): every line read, then every output side, then every prompt side
+        for p in positions:
             if began is not None:
                 began(p)
             try:
-                sample = index.read(p, fd)
+                read.append((p, index.read(p, fd)))
             except Exception as e:  # noqa: BLE001 - re-raised in the sample's own test
                 verdicts[p] = e
-                continue
-            try:
-                outputs.append((p, sample, judge.output_sides(sample, others) if others else judge.output_side(sample)))
-            except Exception as e:  # noqa: BLE001
-                outputs.append((p, sample, e))
-        for p, sample, verdict in outputs:
+        # Every output side (views, then reconstructions), then every prompt side: each pass keeps its tables cached.
+        sides = judge.output_side_chunk([s for _, s in read], began and (lambda i: began(read[i][0])), others)
+        for (p, sample), verdict in zip(read, sides):
             if began is not None:
                 began(p)
             try:

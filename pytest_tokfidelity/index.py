@@ -30,6 +30,7 @@ from pathlib import Path
 from pipeline.core.files import open_input
 from pipeline.core.golden import GoldenError, GoldenSample, id_problem, parse_sample
 from pipeline.core.jsonl import JsonTextError, duplicate_key, duplicate_key_message, parse_json
+from pipeline.core.sample_lines import read_compact
 
 try:
     import orjson
@@ -165,6 +166,12 @@ class SampleIndex:
                 self.path, line_no, None,
                 "changed on disk since the file was indexed at the start of the run; run the suite again on the final file",
             )
+        obj = read_compact(data)  # a line as write_dataset writes it, in one typed pass (sample_lines.py)
+        if obj is not None:
+            try:
+                return parse_sample(obj, self.path, line_no, ids_checked=True)
+            except GoldenError as e:
+                return e
         try:
             obj = _loads(data)
         except (*_DecodeError, ValueError):

@@ -290,14 +290,14 @@ SLOW_SAMPLE_HOOKS = """
 import time
 from pipeline.core import fidelity
 
-judge = fidelity.Judge.output_side  # what a judge of a chunk calls first for each sample (pytest_tokfidelity/dataset.py)
+judge = fidelity.Judge._output  # each sample's output side, one at a time or in a chunk (Judge.output_side_chunk)
 
-def never_ends_on_s7(self, sample):  # a sample whose judging never ends (a judging process inherits this)
+def never_ends_on_s7(self, sample, *args):  # a sample whose judging never ends (a judging process inherits this)
     if getattr(sample, "id", None) == "s7":
         time.sleep(600)
-    return judge(self, sample)
+    return judge(self, sample, *args)
 
-fidelity.Judge.output_side = never_ends_on_s7
+fidelity.Judge._output = never_ends_on_s7
 """
 
 

@@ -376,3 +376,37 @@ def test_the_judge_answers_the_samples_request(kimi, profile):
     typed = judge(GoldenSample("s2", ids, "stop", 2, tools=tools({"a": {"type": "number"}})))
     assert plain.kind == EXACT, plain.report
     assert typed.kind == DIVERGENT and typed.classes == ("tool-args-json",)
+
+
+@pytest.mark.parametrize("view", ["sglang", "vllm"])
+def test_a_chunk_judged_in_two_passes_gets_the_verdicts_of_one_sample_at_a_time(kimi, profile, view):
+    """``Judge.output_side_chunk`` (every sample's view, then every reconstruction: the suite's judges) gives
+    ``output_side``'s verdict on each sample, or raises its error, on B1's and B3's samples (tool calls,
+    recorded responses, quirks that diverge) and on samples that are bad input or break the view; and it
+    reports its progress before each pass over each sample."""
+    from pipeline.core.fidelity import Judge
+    from pipeline.core.golden import GoldenSample, read_samples
+
+    root = Path(__file__).resolve().parent.parent / "golden"
+    samples = [*read_samples(root / "B1_glaive"), *read_samples(root / "B3_magicoder")]
+    exact = kimi_ids(kimi, profile, "reasoning", "content")
+    split = list(exact)
+    at = exact.index(profile.ids["think_end"]) + 1
+    split[at : at + 1] = kimi.encode_ordinary("c") + kimi.encode_ordinary("ontent")
+    samples += [
+        GoldenError(PATH, 3, "output_ids", "missing"),
+        GoldenSample("neg", [-1, *exact], "stop", 4),
+        GoldenSample("past", [*exact[:-1], kimi.n_vocab + 5, exact[-1]], "stop", 5),
+        GoldenSample("text", ["a", 1], "stop", 6),
+        GoldenSample("empty", [], "length", 7),
+        GoldenSample("split", split, "stop", 8),
+        GoldenSample("response", exact, "stop", 9, response={"choices": "not a list"}),
+        GoldenSample("cut", exact[:-1], "length", 10),
+    ]
+    progress: list[int] = []
+    chunk = Judge(profile, kimi, view, {"non-canonical-split": 0.5}).output_side_chunk(samples, progress.append)
+    judge = Judge(profile, kimi, view, {"non-canonical-split": 0.5})
+    one = [_outcome(judge.output_side, s) for s in samples]
+    assert [("ok", v) if not isinstance(v, Exception) else ("error", type(v).__name__, str(v)) for v in chunk] == one
+    assert {o[1].kind for o in one if o[0] == "ok"} >= {"exact", "bad-input", "policy"}
+    assert progress == [*range(len(samples)), *range(len(samples))]

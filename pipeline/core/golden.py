@@ -301,12 +301,13 @@ _FIELD_CHECKS = (
 )
 
 
-def _int_list(value: Any, path: Path, line: int, key: str) -> list[int]:
+def _int_list(value: Any, path: Path, line: int, key: str, checked: bool = False) -> list[int]:
     if not isinstance(value, list):
         raise GoldenError(path, line, key, f"expected a list of token ids, got {type(value).__name__}")
     # One C-level pass (bool is not a token id: type(True) is bool); the loop below only finds the
-    # culprit. Counting the types that are int costs about 3/4 of collecting them in a set.
-    if countOf(map(type, value), int) == len(value):
+    # culprit. Counting the types that are int costs about 3/4 of collecting them in a set. ``checked``:
+    # the reader decoded the list as ints only (sample_lines.read_compact).
+    if checked or countOf(map(type, value), int) == len(value):
         return value
     for i, x in enumerate(value):
         if type(x) is not int:
@@ -329,8 +330,10 @@ def id_problem(sample_id: str) -> str | None:
     return None
 
 
-def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
-    """Check one decoded sample line; raise GoldenError naming the field."""
+def parse_sample(obj: Any, path: Path, line: int, ids_checked: bool = False) -> GoldenSample:
+    """Check one decoded sample line; raise GoldenError naming the field. ``ids_checked``: ``obj`` comes
+    from a reader that decoded ``output_ids`` and ``prompt_ids`` as lists of ints or null
+    (``sample_lines.read_compact``), so their items are not checked again."""
     if not isinstance(obj, dict):
         raise GoldenError(path, line, None, f"expected a JSON object, got {type(obj).__name__}")
     sample_id = obj.get("id")
@@ -344,7 +347,7 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
         raise GoldenError(path, line, "id", problem)
     if "output_ids" not in obj:
         raise GoldenError(path, line, "output_ids", "missing")
-    output_ids = _int_list(obj["output_ids"], path, line, "output_ids")
+    output_ids = _int_list(obj["output_ids"], path, line, "output_ids", ids_checked)
     if "finish_reason" not in obj:
         raise GoldenError(path, line, "finish_reason", "missing")
     try:
@@ -355,7 +358,7 @@ def parse_sample(obj: Any, path: Path, line: int) -> GoldenSample:
         finish = "stop"
     prompt_ids = obj.get("prompt_ids")
     if prompt_ids is not None:
-        prompt_ids = _int_list(prompt_ids, path, line, "prompt_ids")
+        prompt_ids = _int_list(prompt_ids, path, line, "prompt_ids", ids_checked)
     response = obj.get("response")
     if response is not None and not isinstance(response, dict):
         raise GoldenError(path, line, "response", f"expected an API response object, got {type(response).__name__}")
