@@ -110,14 +110,15 @@ RECORDS: tuple[DivergenceClass, ...] = (
     DivergenceClass(
         MARKER_TEXT, severity=20, keeps_text=False,
         meaning="a special id on one side, ordinary tokens spelling its text on the other; or a marker the parser "
-        "made at marker text the model wrote (SGLang's gpt-oss text parser then cuts and moves the messages there); "
-        "or the markup of a call the parser does not read, returned as content text",
+        "made at marker text the model wrote (SGLang's gpt-oss text parser then cuts and moves the messages there; "
+        "vLLM's DeepSeek reasoning parser takes the text after a written `<think>` for the reasoning); or the markup of a call the parser does not read, returned as content text",
         remedy="encode content as ordinary text; check the API view",
         advice="a special id on one side, ordinary tokens spelling its text on the other: a parser turned marker "
         "text into the marker (or back); encode content as ordinary text and insert markers as ids, and check the API "
         "view (e.g. spaces between special tokens, skip_special_tokens); or the model wrote marker text as ordinary "
         "text and a server's text parser took it for markup, cutting and moving the messages there (SGLang's gpt-oss "
-        "parser), or returned the markup of a call it does not read as content text: take ids from the engine",
+        "parser; vLLM's DeepSeek reasoning parser, which returns the text after a written <think> as the reasoning), or "
+        "returned the markup of a call it does not read as content text: take ids from the engine",
     ),
     DivergenceClass(
         WHITESPACE, severity=140, keeps_text=False,
@@ -130,14 +131,18 @@ RECORDS: tuple[DivergenceClass, ...] = (
     DivergenceClass(
         TOOL_ARGS_JSON, severity=120, keeps_text=False,
         meaning="tool-call arguments differ, whitespace (`json.dumps` spacing) and escapes (vLLM's gpt-oss "
-        "`json.dumps` escapes non-ASCII: `C\\u00f3rdoba`) included; padding around them is `whitespace`",
+        "`json.dumps` escapes non-ASCII: `C\\u00f3rdoba`) included; padding around them is `whitespace`; also a call "
+        "the parser read where the golden layout sees none, written back from its re-serialised arguments (Llama's "
+        "`arguments` key as `parameters`, DeepSeek-V3.2's direct JSON as DSML parameters)",
         remedy="the provider re-serialised the JSON; take ids from the engine",
         advice="tool-call arguments differ (json.dumps spacing, escapes, number format): the provider "
         "re-serialised the JSON (json.loads then json.dumps, as sglang's qwen25/deepseekv3 parsers always do and kimi_k2 "
         "does with tool_choice required/named or when streaming; vLLM 0.32.0's parser engine (kimi_k2) does when the "
         "request's tool schema declares the function's properties and a value's type is coerced to it: 5.0 -> 5 for a "
-        "number, null -> \"null\" for a string, the whole object re-dumped); the model's exact arguments text is lost: "
-        "take ids from the engine (return_token_ids)",
+        "number, null -> \"null\" for a string, the whole object re-dumped); or the parser read a call the model wrote in "
+        "a form the layout writes otherwise and returned only its arguments (vLLM's llama3_json reads a call's "
+        "`arguments` key, the layout writes `parameters`; DeepSeek-V3.2's direct-JSON invoke comes back as DSML "
+        "parameters, or empty); the model's exact arguments text is lost: take ids from the engine (return_token_ids)",
     ),
     DivergenceClass(
         TOOL_CALL_ID, severity=130, keeps_text=False,
@@ -149,7 +154,8 @@ RECORDS: tuple[DivergenceClass, ...] = (
     DivergenceClass(
         DROPPED_TEXT, severity=80, keeps_text=False,
         meaning="text between or after tool calls, a call cut at the length limit, or a whole call its parser cannot "
-        "read (vLLM's `deepseek_v3` with multi-line arguments), missing from the response; or text after marker text "
+        "read (vLLM's `deepseek_v3` with multi-line arguments), missing from the response; or the content around "
+        "the calls of a parser that returns only the calls (vLLM's `llama3_json`); or text after marker text "
         "the model wrote, which a parser took for the marker; or the message a length cut left open (SGLang's "
         "gpt-oss parser drops an unfinished commentary message)",
         remedy="the parser drops it; take ids from the engine",
@@ -157,7 +163,8 @@ RECORDS: tuple[DivergenceClass, ...] = (
         "limit, or a whole call its parser cannot read is missing from the response: the server's tool-call parser "
         "drops it (sglang's qwen25, deepseekv3 and kimi_k2 detectors keep only the content before the first call and "
         "the complete calls; vLLM's deepseek_v3 regex does not cross lines, so a call with multi-line arguments is "
-        "lost; SGLang's gpt-oss parser drops a commentary message a length cut left open); the text is lost: take ids "
+        "lost; vLLM's llama3_json returns only the calls, the content before and after them dropped; SGLang's gpt-oss "
+        "parser drops a commentary message a length cut left open); the text is lost: take ids "
         "from the engine",
     ),
     DivergenceClass(
@@ -194,13 +201,16 @@ RECORDS: tuple[DivergenceClass, ...] = (
         meaning="the model's messages (gpt-oss's harmony messages) differ from the response's one reasoning and one "
         "content field, their text kept whitespace aside: an empty analysis message sent as null reasoning, several "
         "messages of a kind joined, a preamble without calls sent as the answer, a later message's text moved to its "
-        "field",
+        "field; or text the model wrote among or after its tool calls (a call the parser cannot read, one cut at the "
+        "length limit) sent in the content, which comes before the calls (SGLang's llama3 detector)",
         remedy="the message structure is lost; take ids from the engine",
         advice="the model's messages are in the response only as one reasoning and one content field: an "
         "empty message is dropped (an empty analysis message becomes reasoning null), several messages of a kind are "
         "joined (vLLM with newlines), a commentary preamble without calls becomes the final answer, and a later "
         "message's text moves to its field; the text is kept, whitespace aside, but not how many messages held it, "
-        "on which channel, in which order: take ids from the engine (return_token_ids)",
+        "on which channel, in which order; SGLang's llama3 detector returns the text it does not read as calls (text "
+        "after the calls, a call cut at the length limit) in the content, which the layout writes before the calls: "
+        "the text is kept, not where the model wrote it: take ids from the engine (return_token_ids)",
     ),
     DivergenceClass(
         CUT_IN_MARKUP, severity=50, keeps_text=False,

@@ -166,6 +166,43 @@ class DivergenceContext:
         cut = "" if header is None else strip_ws(self.gbytes.span(header, len(golden)).decode("utf-8", "replace"))
         return r_content in (g_content, g_content + cut)
 
+    @functools.cached_property
+    def rebuilt_calls(self) -> bool:
+        """Whether the reconstruction holds tool calls (the response returned some)."""
+        return self.profile is not None and bool(self.recon_layout.tool_calls)
+
+    def recon_regions(self, start: int, end: int) -> set[str]:
+        """The reconstruction's own layout regions that recon[start:end] touches (empty for an insertion)."""
+        return self.recon_layout.regions_in(start, end) if self.profile is not None and start < end else set()
+
+    def text_of(self, ids) -> bytes:
+        """The ordinary text of ``ids``: their bytes, markers and special ids left out."""
+        return b"".join(self.tokenizer.token_bytes(t) for t in ids if t not in self.specials)
+
+    @functools.cached_property
+    def recon_text(self) -> str:
+        """The reconstruction's ordinary text, whitespace aside (once per diagnosis)."""
+        return strip_ws(self.text_of(self.recon).decode("utf-8", "replace"))
+
+    def golden_text_after(self, index: int) -> str:
+        """The golden's ordinary text from token ``index`` on, whitespace aside."""
+        return strip_ws(self.text_of(self.golden[index:]).decode("utf-8", "replace"))
+
+    @functools.cached_property
+    def content_moved(self) -> bool:
+        """Whether the response's content is the golden's content before its first call plus text the model
+        wrote later, among or after its calls (a parser that returns the text it does not read as a call in the
+        content, which the layout writes before the calls): the text is kept, its place is lost."""
+        if self.layout is None or not self.layout.tool_calls or not self.rebuilt_calls:
+            return False
+        golden, recon = self.layout.content, self.recon_layout.content
+        if golden is None or recon is None:
+            return False
+        before = strip_ws(self.text_of(self.golden[golden.start:golden.end]).decode("utf-8", "replace"))
+        sent = strip_ws(self.text_of(self.recon[recon.start:recon.end]).decode("utf-8", "replace"))
+        later = sent.removeprefix(before)
+        return sent.startswith(before) and bool(later) and later in self.golden_text_after(golden.end)
+
     def think_not_closed(self, only_r) -> bool:
         """Whether the reconstruction's only extra special is the think-end marker of a golden output
         that never wrote one (reasoning cut, or left for the tool calls straight away)."""

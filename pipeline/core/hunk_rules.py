@@ -10,7 +10,8 @@ and goes from what ids alone decide to what needs the text and the output's layo
 3. UTF-8 the text cannot carry;
 4. text a server deleted, kept or dropped;
 5. where in the output the hunk lies: a tool-call id, whitespace, tool-call arguments;
-6. the model's messages framed or moved otherwise by a parser.
+6. the model's messages framed or moved otherwise by a parser;
+7. calls the golden layout does not see but the response (the reconstruction's own layout) has.
 
 A new class is one record in ``divergence_classes.py`` and one rule here (``@rule`` names the
 classes it may return; ``tests/test_divergence_classes.py`` checks every class has a rule), placed
@@ -43,7 +44,7 @@ from .divergence_classes import (
     WHITESPACE,
 )
 from .divergence_context import DivergenceContext, strip_ws
-from .layout import TOOL_ARGUMENTS
+from .layout import REASONING, TOOL_ARGUMENTS
 from .layout import TOOL_CALL_ID as TOOL_CALL_ID_REGION  # a region of the output, not the class
 
 __all__ = ["HunkFacts", "Rule", "RULES", "classify_hunk"]
@@ -290,6 +291,60 @@ def open_message_dropped_at_cut(h: HunkFacts) -> str | None:
     return None
 
 
+# -- 7. what the response's own layout shows --------------------------------------------------------
+# Where the golden layout sees no call (the model wrote its call in a form the layout does not split at, as
+# a Llama JSON call after content without <|python_tag|>, a DSML block without the blank line before it)
+# the parser may still have read one: the reconstruction's layout, from the response, says where its calls are.
+@rule(DROPPED_TEXT)
+def text_dropped_around_calls(h: HunkFacts) -> str | None:
+    """The response returned calls, and golden text outside the calls' arguments is missing from it: the
+    rebuilt side is that text less a part at one end, found nowhere in the reconstruction (a parser that
+    returns only the calls, as vLLM's llama3_json, drops the content before and after them); or, after a
+    length cut, the rebuilt output ends here: the cut output's unfinished end is what the parser dropped."""
+    ctx = h.ctx
+    g_text, r_text = ctx.text_of(h.golden), ctx.text_of(h.rebuilt)
+    if not g_text.strip() or r_text.strip() and not (g_text.startswith(r_text) or g_text.endswith(r_text)):
+        return None
+    if ctx.cut_at_length and h.r_end == len(ctx.recon) and not r_text.strip():
+        return DROPPED_TEXT
+    extra = g_text.removeprefix(r_text) if g_text.startswith(r_text) else g_text.removesuffix(r_text)
+    lost = strip_ws(extra.decode("utf-8", "replace"))
+    if ctx.rebuilt_calls and lost and TOOL_ARGUMENTS not in h.regions and lost not in ctx.recon_text:
+        return DROPPED_TEXT
+    return None
+
+
+@rule(MESSAGE_STRUCTURE)
+def text_moved_into_the_content(h: HunkFacts) -> str | None:
+    """Text the model wrote among or after its calls, sent in the response's content, which comes before
+    the calls (``content_moved``): the hunk adds it, or the call it was written next to, at its new place."""
+    ctx = h.ctx
+    if not ctx.text_of(h.golden).strip() and h.rebuilt and ctx.content_moved:
+        return MESSAGE_STRUCTURE
+    return None
+
+
+@rule(MARKER_TEXT)
+def text_moved_from_after_marker_text(h: HunkFacts) -> str | None:
+    """Rebuilt text the model wrote after marker text it spelled in ordinary tokens (``<think>``): a parser
+    split the output there and moved the text after it (into the reasoning), what came before is lost."""
+    ctx = h.ctx
+    starts = ctx.literal_marker_starts
+    moved = strip_ws(ctx.text_of(h.rebuilt).decode("utf-8", "replace"))
+    return MARKER_TEXT if starts and moved and moved in ctx.golden_text_after(starts[0]) else None
+
+
+@rule(TOOL_ARGS_JSON)
+def rebuilt_inside_call_arguments(h: HunkFacts) -> str | None:
+    """The rebuilt side lies inside the arguments of a call the reconstruction wrote, and no marker or special
+    id is involved: the parser read a call where the model wrote this text and returned its arguments
+    re-serialised (another key, number format, DSML parameters for direct JSON), which the layout writes back."""
+    ctx = h.ctx
+    if not h.rebuilt or h.g_special or h.r_special or REASONING in h.regions:
+        return None
+    return TOOL_ARGS_JSON if ctx.recon_regions(h.r_start, h.r_end) == {TOOL_ARGUMENTS} else None
+
+
 RULES: tuple[Rule, ...] = (
     closing_markup_after_a_cut,
     lone_stop_at_the_end,
@@ -309,6 +364,10 @@ RULES: tuple[Rule, ...] = (
     messages_reframed,
     markup_moved_as_text,
     open_message_dropped_at_cut,
+    text_dropped_around_calls,
+    text_moved_into_the_content,
+    text_moved_from_after_marker_text,
+    rebuilt_inside_call_arguments,
 )
 
 
