@@ -425,3 +425,82 @@ def test_engine_losses_have_their_own_classes(kimi, profile):
     straight += [profile.ids["tool_calls_end"], profile.stop_id]
     rebuilt = reconstruct_output_ids(api_view(straight, "stop", profile, kimi), profile, kimi)
     assert diagnose(straight, rebuilt, kimi, profile=profile).classes == ["think-not-closed"]
+
+
+def served_classes(family: str, folder: str, pieces, finish: str, view: str) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """The classes of an output of ``family`` (``pieces``: marker texts as their ids, any other string as ordinary
+    text, so marker text the model wrote stays text) served by ``view`` and rebuilt from the response, and each
+    hunk as (class, golden text, rebuilt text)."""
+    from pipeline.core.reconstruct import reconstruct_output_ids
+    from pipeline.core.views import api_view
+
+    tokenizer = load_tokenizer(folder)
+    profile = bind_profile(family, tokenizer)
+    markers = set(profile.texts.values())
+    ids = [i for piece in pieces for i in ([tokenizer.special_tokens[piece]] if piece in markers
+                                            else tokenizer.encode_ordinary(piece))]
+    response = api_view(ids, finish, profile, tokenizer, view)
+    rebuilt = reconstruct_output_ids(response, profile, tokenizer)
+    assert rebuilt != ids
+    d = diagnose(ids, rebuilt, tokenizer, profile=profile, finish_reason=finish,
+                 response_finish_reason=response["finish_reason"])
+    hunks = [(h.cls, tokenizer.decode(ids[h.golden_start:h.golden_end]), tokenizer.decode(rebuilt[h.recon_start:h.recon_end]))
+             for h in d.hunks]
+    return d.classes, hunks
+
+
+def test_llama_content_around_a_call_dropped_by_vllm():
+    """vLLM's llama3_json returns only the calls: the content before <|python_tag|> (with the tag), and before
+    and after a JSON call written without the tag, are dropped-text; the call written without the tag is read all
+    the same and comes back re-serialised (`arguments` key as `parameters`, 1.50 as 1.5): tool-args-json."""
+    classes, hunks = served_classes("llama3", "llama-3.1", ["Sure. ", "<|python_tag|>", '{"name": "get", "parameters": {"q": 1}}',
+                                                            "<|eot_id|>"], "stop", "vllm")
+    assert hunks == [("dropped-text", "Sure. <|python_tag|>", "")]
+    classes, hunks = served_classes("llama3", "llama-3.1", ['Sure.{"name": "get", "arguments": {"q": 1.50}}\nThanks', "<|eot_id|>"],
+                                    "stop", "vllm")
+    assert hunks[0] == ("dropped-text", "Sure.", "")
+    assert [h[0] for h in hunks[1:]] == ["tool-args-json", "tool-args-json"] and hunks[1][1:] == ("arguments", "parameters")
+
+
+def test_llama_text_after_the_calls_moved_into_the_content_by_sglang():
+    """SGLang's llama3 detector returns the text it does not read as calls (after the calls, a call cut at the
+    length limit) in the content, which the layout writes before the calls: message-structure where it lands,
+    tool-args-json where the model wrote it (inside the call section)."""
+    _, hunks = served_classes("llama3", "llama-3.1", ["<|python_tag|>", '{"name": "get", "parameters": {"q": 1}} done', "<|eot_id|>"],
+                              "stop", "sglang")
+    assert hunks == [("message-structure", "", "done"), ("tool-args-json", " done", "")]
+    _, hunks = served_classes("llama3", "llama-3.1", ["Sure.", "<|python_tag|>", '{"name": "get", "parameters": {"q": 1}}; {"name": "get'],
+                              "length", "sglang")
+    assert hunks == [("message-structure", "", '{"name": "get'), ("tool-args-json", '; {"name": "get', "")]
+
+
+def test_deepseek_text_after_a_written_think_moved_into_the_reasoning():
+    """DeepSeek-V3.1 with thinking off writes `<think>` as ordinary text: vLLM's reasoning parser returns what
+    follows it as the reasoning; that moved text is marker-text, the rest of the output dropped-text."""
+    classes, hunks = served_classes("deepseek-v3.1", "deepseek-v3.1", ["\na literal <tool_call> (Qwen's)\n", "</think>",
+                                                                      " a <think> mention", "<｜end▁of▁sentence｜>"], "stop", "vllm")
+    assert hunks == [("marker-text", "\na literal <tool_call> (Qwen's)\n", " mention"), ("dropped-text", " a <think> mention", "")]
+
+
+DSML = "｜DSML｜"
+
+
+def test_deepseek_v32_dsml_written_otherwise_is_named():
+    """DSML is ordinary text, and the layout splits at the block the model opens after a blank line. A bare invoke
+    (no function_calls block) vLLM reads anyway: the block the layout writes around it lies in the rebuilt call,
+    tool-args-json; a block after no blank line whose invoke holds direct JSON comes back from SGLang as DSML
+    parameters, tool-args-json; the block's opening text in prose (SGLang cuts the content there) or a block never
+    closed (SGLang drops it) is dropped-text."""
+    invoke = f'<{DSML}invoke name="get">\n<{DSML}parameter name="q" string="false">1</{DSML}parameter>\n</{DSML}invoke>'
+    classes, _ = served_classes("deepseek-v3.2", "deepseek-v3.1", ["Think.", "</think>", "c\n\n" + invoke, "<｜end▁of▁sentence｜>"],
+                                "stop", "vllm")
+    assert classes == ["tool-args-json"]
+    direct = f'Plain answer.<{DSML}function_calls>\n<{DSML}invoke name="get">\n{{"q": 1}}\n</{DSML}invoke>\n</{DSML}function_calls>'
+    classes, _ = served_classes("deepseek-v3.2", "deepseek-v3.1", ["Think.", "</think>", direct, "<｜end▁of▁sentence｜>"], "stop", "sglang")
+    assert set(classes) == {"whitespace", "tool-args-json"}
+    prose = f"a literal <{DSML}function_calls> in prose, then more."
+    _, hunks = served_classes("deepseek-v3.2", "deepseek-v3.1", ["Think.", "</think>", prose, "<｜end▁of▁sentence｜>"], "stop", "sglang")
+    assert hunks == [("dropped-text", f" <{DSML}function_calls> in prose, then more.", " ")]
+    unclosed = f"Answer.<{DSML}function_calls>\n" + invoke
+    classes, _ = served_classes("deepseek-v3.2", "deepseek-v3.1", ["Think.", "</think>", unclosed, "<｜end▁of▁sentence｜>"], "stop", "sglang")
+    assert classes == ["dropped-text"]

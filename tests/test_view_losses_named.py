@@ -18,26 +18,9 @@ from pipeline.core.views import api_view
 from vllm_support.cases import all_groups
 
 
-# Families whose views' losses diagnosis does not name in full yet, with what stays ``other``: their cases run in every
-# differential test (the views equal the engines on them), only the naming of their losses is open.
-# ``test_the_families_not_yet_named_still_have_unnamed_losses`` keeps this list true.
-NOT_YET_NAMED = {
-    "llama3": "vLLM's llama3_json drops the content before a call and returns the call's arguments, which the layout "
-              "writes back under 'parameters' where the model wrote 'arguments'; text cut inside a JSON call",
-    "deepseek-v3.2": "DSML markup is ordinary text: a bare invoke or an unclosed block rebuilt inside a "
-                     "<｜DSML｜function_calls> block the model did not write",
-    "deepseek-v3.1": "a thinking-off output quoting <tool_call> and </think> in its content (sglang)",
-}
-
-
 @pytest.fixture(scope="module")
-def all_cases():
+def groups():
     return all_groups()
-
-
-@pytest.fixture(scope="module")
-def groups(all_cases):
-    return [g for g in all_cases if g.family not in NOT_YET_NAMED]
 
 
 def losses(group, view: str) -> tuple[Counter, list[str]]:
@@ -66,15 +49,6 @@ def test_no_diverging_case_is_other(groups, view):
             report.append(f"{group.family}: {len(unnamed)} unnamed\n" + "\n".join(unnamed[:3]))
     assert not report, "\n\n".join(report)
     assert sum(seen.values()) > 100, seen  # the cases do diverge: this checks something
-
-
-def test_the_families_not_yet_named_still_have_unnamed_losses(all_cases):
-    """Each family of ``NOT_YET_NAMED`` still has a loss diagnosis calls ``other`` under some view (once none has,
-    the family leaves the list and ``test_no_diverging_case_is_other`` covers it)."""
-    for family in NOT_YET_NAMED:
-        found = [g for g in all_cases if g.family == family]
-        assert found, family
-        assert any(losses(g, view)[1] for g in found for view in ("vllm", "vllm-0.32", "sglang")), family
 
 
 def test_vllm_losses_get_their_own_names(groups):

@@ -181,12 +181,30 @@ class DivergenceContext:
 
     @functools.cached_property
     def recon_text(self) -> str:
-        """The reconstruction's ordinary text, whitespace aside (once per diagnosis)."""
-        return strip_ws(self.text_of(self.recon).decode("utf-8", "replace"))
+        """The reconstruction's ordinary text outside its reasoning, whitespace aside (once per diagnosis)."""
+        reasoning = self.recon_layout.reasoning if self.profile is not None else None
+        ids = self.recon[reasoning.end:] if reasoning is not None else self.recon
+        return strip_ws(self.text_of(ids).decode("utf-8", "replace"))
 
     def golden_text_after(self, index: int) -> str:
         """The golden's ordinary text from token ``index`` on, whitespace aside."""
         return strip_ws(self.text_of(self.golden[index:]).decode("utf-8", "replace"))
+
+    @functools.cached_property
+    def call_text_starts(self) -> list[int]:
+        """Where the golden output writes the text that opens tool calls written as text (the profile's
+        ``OwnLayout.call_text``), as token indices: a parser cuts the output there, whether or not a call follows."""
+        own = self.profile.spec.own_layout if self.profile is not None else None
+        opener = own.call_text.encode("utf-8") if own is not None else b""
+        if not opener:
+            return []
+        data = self.gbytes.data
+        found, at = [], data.find(opener)
+        starts = [self.gbytes.offsets[i] for i in range(len(self.golden))] if at >= 0 else []
+        while at >= 0:
+            found.append(bisect_right(starts, at) - 1)
+            at = data.find(opener, at + 1)
+        return found
 
     @functools.cached_property
     def content_moved(self) -> bool:

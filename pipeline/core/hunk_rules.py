@@ -298,17 +298,20 @@ def open_message_dropped_at_cut(h: HunkFacts) -> str | None:
 @rule(DROPPED_TEXT)
 def text_dropped_around_calls(h: HunkFacts) -> str | None:
     """The response returned calls, and golden text outside the calls' arguments is missing from it: the
-    rebuilt side is that text less a part at one end, found nowhere in the reconstruction (a parser that
-    returns only the calls, as vLLM's llama3_json, drops the content before and after them); or, after a
-    length cut, the rebuilt output ends here: the cut output's unfinished end is what the parser dropped."""
+    rebuilt side is that text less a part at one end (whitespace aside), found nowhere in the reconstruction (a parser that
+    returns only the calls, as vLLM's llama3_json, drops the content before and after them). Or, after a length
+    cut, the rebuilt side has no text and the rebuilt output ends here (the cut output's unfinished end is
+    what the parser dropped), or the golden wrote the text that opens calls written as text (``call_text_starts``)
+    before the hunk's end: the parser cut there and dropped the call it could not read, or the text after it."""
     ctx = h.ctx
     g_text, r_text = ctx.text_of(h.golden), ctx.text_of(h.rebuilt)
-    if not g_text.strip() or r_text.strip() and not (g_text.startswith(r_text) or g_text.endswith(r_text)):
+    golden, kept = strip_ws(g_text.decode("utf-8", "replace")), strip_ws(r_text.decode("utf-8", "replace"))
+    if not golden or not (golden.startswith(kept) or golden.endswith(kept)):
         return None
-    if ctx.cut_at_length and h.r_end == len(ctx.recon) and not r_text.strip():
+    lost = golden.removeprefix(kept) if golden.startswith(kept) else golden.removesuffix(kept)
+    if lost and (ctx.cut_at_length and h.r_end == len(ctx.recon) and not kept
+                 or any(i < h.g_end for i in ctx.call_text_starts)):
         return DROPPED_TEXT
-    extra = g_text.removeprefix(r_text) if g_text.startswith(r_text) else g_text.removesuffix(r_text)
-    lost = strip_ws(extra.decode("utf-8", "replace"))
     if ctx.rebuilt_calls and lost and TOOL_ARGUMENTS not in h.regions and lost not in ctx.recon_text:
         return DROPPED_TEXT
     return None

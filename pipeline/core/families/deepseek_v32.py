@@ -35,7 +35,8 @@ SPECS = (
                **vllm_views("deepseek_v3", "deepseek_v32", class_ordinary=V31_ORDINARY,
                             note="`--tokenizer-mode deepseek_v32`")},
         own_layout=OwnLayout(bind=deepseek_v32_layout.bind, reconstruct=deepseek_v32_layout.reconstruct,
-                             split=deepseek_v32_layout.split_dsml),
+                             split=deepseek_v32_layout.split_dsml,
+                             call_text=deepseek_v32_layout.BLOCK_START),
         description="DeepSeek-V3.2: with thinking on reasoning then </think>; content, then DSML tool calls "
         "(\\n\\n<｜DSML｜function_calls> invoke / parameter blocks), <｜end▁of▁sentence｜>.",
     ),

@@ -63,6 +63,10 @@ class OwnLayout:
     split: Callable  # (ids, profile) -> layout.OutputLayout
     # The marker roles that make up one tool call (a diagnosis reads an inserted one as a rebuilt call head).
     call_markers: tuple[str, ...] = ()
+    # The ordinary text that opens the tool calls when they are text, not marker ids (DeepSeek-V3.2's
+    # ``<｜DSML｜function_calls>``): a parser cuts the output where the model writes it, a diagnosis reads
+    # what is lost after it as what that cut dropped.
+    call_text: str = ""
 
 
 @dataclass(frozen=True)
