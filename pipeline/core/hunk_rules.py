@@ -329,12 +329,14 @@ def text_moved_into_the_content(h: HunkFacts) -> str | None:
 
 @rule(MARKER_TEXT)
 def text_moved_from_after_marker_text(h: HunkFacts) -> str | None:
-    """Rebuilt text the model wrote after marker text it spelled in ordinary tokens (``<think>``): a parser
-    split the output there and moved the text after it (into the reasoning), what came before is lost."""
+    """Rebuilt text the model wrote after marker text it spelled in ordinary tokens (``<think>``), at or after
+    the hunk's end: a parser split the output there and moved the text after it ahead (into the reasoning),
+    what came before is lost."""
     ctx = h.ctx
-    starts = ctx.literal_marker_starts
     moved = strip_ws(ctx.text_of(h.rebuilt).decode("utf-8", "replace"))
-    return MARKER_TEXT if starts and moved and moved in ctx.golden_text_after(starts[0]) else None
+    if moved and any(at >= h.g_end and moved in ctx.golden_text_after(at) for at in ctx.literal_marker_starts):
+        return MARKER_TEXT
+    return None
 
 
 @rule(TOOL_ARGS_JSON)
