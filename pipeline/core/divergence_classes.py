@@ -111,7 +111,8 @@ RECORDS: tuple[DivergenceClass, ...] = (
         MARKER_TEXT, severity=20, keeps_text=False,
         meaning="a special id on one side, ordinary tokens spelling its text on the other; or a marker the parser "
         "made at marker text the model wrote (SGLang's gpt-oss text parser then cuts and moves the messages there; "
-        "vLLM's DeepSeek reasoning parser takes the text after a written `<think>` for the reasoning); or the markup of a call the parser does not read, returned as content text",
+        "vLLM's DeepSeek reasoning parser takes the text after a written `<think>` for the reasoning); or the markup "
+        "of a call the parser does not read, returned as content text",
         remedy="encode content as ordinary text; check the API view",
         advice="a special id on one side, ordinary tokens spelling its text on the other: a parser turned marker "
         "text into the marker (or back); encode content as ordinary text and insert markers as ids, and check the API "

@@ -297,12 +297,13 @@ def open_message_dropped_at_cut(h: HunkFacts) -> str | None:
 # the parser may still have read one: the reconstruction's layout, from the response, says where its calls are.
 @rule(DROPPED_TEXT)
 def text_dropped_around_calls(h: HunkFacts) -> str | None:
-    """The response returned calls, and golden text outside the calls' arguments is missing from it: the
-    rebuilt side is that text less a part at one end (whitespace aside), found nowhere in the reconstruction (a parser that
-    returns only the calls, as vLLM's llama3_json, drops the content before and after them). Or, after a length
-    cut, the rebuilt side has no text and the rebuilt output ends here (the cut output's unfinished end is
-    what the parser dropped), or the golden wrote the text that opens calls written as text (``call_text_starts``)
-    before the hunk's end: the parser cut there and dropped the call it could not read, or the text after it."""
+    """Golden text missing from the response, the rebuilt side being that text less a part at one end
+    (whitespace aside): where the response returned calls and the lost text lies outside the golden's call
+    arguments and nowhere in the reconstruction outside its reasoning (a parser that returns only the calls, as
+    vLLM's llama3_json, drops the content before and after them); after a length cut, where the rebuilt output
+    ends here with no text (the parser dropped the cut output's unfinished end); or where the golden wrote the
+    text that opens calls written as text (``call_text_starts``) before the hunk's end (the parser cut there and
+    dropped the call it could not read, or the text after that opening)."""
     ctx = h.ctx
     g_text, r_text = ctx.text_of(h.golden), ctx.text_of(h.rebuilt)
     golden, kept = strip_ws(g_text.decode("utf-8", "replace")), strip_ws(r_text.decode("utf-8", "replace"))
