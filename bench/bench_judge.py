@@ -109,8 +109,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    manifest = {"name": "BENCH", "profile": "kimi-k2.5", "tokenizer": bp.FAMILIES["kimi-k2.5"], "source": "bench/bench_judge.py",
-                "accept": {"non-canonical-split": 0.001}}
+    manifest = {**bp.family_manifest("kimi-k2.5"), "source": "bench/bench_judge.py"}
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at start")
     with tempfile.TemporaryDirectory(prefix="tokfidelity-bench-judge-") as tmp:
