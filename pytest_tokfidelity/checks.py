@@ -50,18 +50,31 @@ class Checks:
             ds.held[position] = verdicts
         return verdicts[v] if type(verdicts) is tuple else verdicts
 
-    def count_exact(self, item, verdict: Verdict) -> bool:
-        """Count an exact verdict as check_sample does, unless the sample has a stored reviewed
-        divergence (then check_sample must see it: the snapshot is stale): False, nothing counted."""
+    def count_passed(self, item, verdict: Verdict) -> bool:
+        """Count a passing verdict (exact, or accepted by policy) as check_sample does, unless the sample
+        has a stored reviewed divergence (then check_sample must see it: the snapshot is stale): False,
+        nothing counted."""
         ds = self.datasets[item.case[0]]
         if ds.stored and ds.snapshot_key(item) in ds.stored:
             return False
         counts = self.counts[ds.count_keys[item.case[2]]]
         counts.samples += 1
         counts.tokens += verdict.n_tokens
-        counts.exact += 1
-        _count_prompt(counts, verdict.prompt, False)
+        counts.hunks += verdict.hunks
+        self._passed(ds, item.case[1], counts, verdict, item)
         return True
+
+    def _passed(self, ds, position: int, counts, verdict: Verdict, item) -> None:
+        """Count an exact or policy-accepted verdict (its sample, tokens and hunks counted by the caller)."""
+        _count_prompt(counts, verdict.prompt, False)
+        if verdict.kind == EXACT:
+            counts.exact += 1
+            return
+        counts.policy += 1
+        policy_hunks = counts.policy_hunks_by_class
+        for cls, n in verdict.hunks_by_class.items():
+            policy_hunks[cls] = policy_hunks.get(cls, 0) + n
+        self._record(ds, position, verdict, "policy", item)
 
     def check_sample(self, case: tuple[int, int, int], item: pytest.Item) -> None:
         ds = self.datasets[case[0]]
@@ -93,15 +106,7 @@ class Checks:
             pytest.fail(report, pytrace=False)
         counts.hunks += verdict.hunks
         if kind in (EXACT, POLICY):
-            _count_prompt(counts, verdict.prompt, False)
-            if kind == EXACT:
-                counts.exact += 1
-            else:
-                counts.policy += 1
-                policy_hunks = counts.policy_hunks_by_class
-                for cls, n in verdict.hunks_by_class.items():
-                    policy_hunks[cls] = policy_hunks.get(cls, 0) + n
-                self._record(ds, position, verdict, "policy", item)
+            self._passed(ds, position, counts, verdict, item)
             if ds.stored and (key := ds.snapshot_key(item)) in ds.stored:
                 counts.stale_snapshots.append(key)
             return

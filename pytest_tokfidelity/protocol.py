@@ -1,4 +1,5 @@
-"""A sample test whose verdict is an exact match, reported without pytest's per-phase machinery.
+"""A sample test that passes (an exact match, or a divergence the manifest's policy accepts), reported
+without pytest's per-phase machinery.
 
 pytest runs a test as three phases (setup, call, teardown), each through a ``CallInfo``, the
 ``pytest_runtest_makereport`` hook and the hook wrappers of logging, capture, skipping and
@@ -6,13 +7,13 @@ unraisable-exception handling: about 0.3 ms of the controlling process per test
 (bench/bench_plugin.py), on a budget of about 1 ms per sample. A sample test has none of what those
 wrappers serve (no fixtures, no marks, no output, no logs: its judging runs ahead, in other
 processes), and its verdict is known before it runs. So ``pytest_runtest_protocol``, the hook
-pytest provides for running a test another way, reports an exact sample here: the log-start and
+pytest provides for running a test another way, reports such a sample here: the log-start and
 log-finish hooks and its three passed ``TestReport``s, through ``pytest_runtest_logreport`` as
 pytest's own would be (the terminal, xdist, junitxml, --lf and the gate all see them). About 0.15 ms
 of the 0.3 ms is saved.
 
 Everything else goes through pytest's own protocol, with the verdict already fetched:
-a divergence, bad input or anything that raises (so failures, tracebacks and --pdb are pytest's
+a divergence the policy does not accept, bad input or anything that raises (so failures, tracebacks and --pdb are pytest's
 own), an item carrying marks, ``--setup-only``/``--setup-show``/``--setup-plan``, and every sample
 whose setup or teardown moves pytest's setup state (the first of a run of samples, and the last,
 whose next test is not a sample of the suite). Between those two, a sample's setup and teardown
@@ -33,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.core.fidelity import EXACT, Verdict
+from pipeline.core.fidelity import EXACT, POLICY, Verdict
 
 from .collection import SampleItem
 from .pytest_adapter import internals_checked, passed_report, phase_hooks_inert
@@ -58,7 +59,7 @@ INERT = frozenset({
 
 
 class PlainPasses:
-    """Reports exact samples directly; says (None) when pytest's protocol must run a test."""
+    """Reports passing samples directly; says (None) when pytest's protocol must run a test."""
 
     def __init__(self, session):
         self.session = session
@@ -88,7 +89,8 @@ class PlainPasses:
             return None
         start, began = time.time(), time.perf_counter()
         verdict = self.session.checks.fetch(item)
-        if not (type(verdict) is Verdict and verdict.kind == EXACT and self.session.checks.count_exact(item, verdict)):
+        if not (type(verdict) is Verdict and (verdict.kind == EXACT or verdict.kind == POLICY)
+                and self.session.checks.count_passed(item, verdict)):
             item.verdict = verdict  # pytest's protocol runs the test, on this verdict
             return None
         duration = time.perf_counter() - began

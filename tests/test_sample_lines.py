@@ -74,6 +74,13 @@ TAKEN = [
     _with(meta={"big": 2**70, "neg": -(2**70), "float": 1.5e300, "zero": -0.0}),
     compact(BASE).replace(b'"Be brief."', b'"\\ud83d\\ude00 pair"'),
     compact(BASE).replace(b'"finish_reason":"stop"', b'"finish_reason":"stop","meta":' + b"[" * 200 + b"]" * 200),
+    # "output_ids": written inside a value too: the output ids are not cut out of the line before the split
+    _with(meta={"output_ids": [1, 2]}),
+    compact({"meta": {"output_ids": [1, 2]}, **BASE}),  # written inside a value before the top-level key
+    _with(meta={'x"output_ids': [7]}),  # a key that ends with output_ids: written x\"output_ids
+    compact({"meta": {"output_ids": [1]}, **{k: v for k, v in BASE.items() if k != "output_ids"}}),  # nested only
+    compact({"output_ids": BASE["output_ids"], **{k: v for k, v in BASE.items() if k != "output_ids"}}),  # first key
+    compact({**{k: v for k, v in BASE.items() if k != "output_ids"}, "output_ids": [9, 8]}),  # last key
 ]
 
 # A key twice, whitespace or an escape between the keys, a bool, a float, an id outside 0..2**32 - 1,
@@ -84,6 +91,8 @@ LEFT = [
     b" " + compact(BASE),
     compact(BASE).replace(b'{"id":"s1",', b'{"id":"s1","id":"s2",'),  # a top-level key twice
     compact(BASE).replace(b'"output_ids":', b'"output_ids":[9],"output_ids":'),
+    compact(BASE).replace(b'"output_ids":', b'"output\\u005fids":[9],"output_ids":'),  # twice, once escaped
+    compact(BASE).replace(b'"output_ids":', b'"meta":{"output_ids":[1]},"output\\u005fids":'),  # escaped; nested plain
     compact(BASE).replace(b'{"role":"system",', b'{"role":"system","role":"user",'),  # twice inside a value
     compact(BASE).replace(b'"type":"string"', b'"type":"string","type":"number"'),
     compact(BASE).replace(b'{"id":', b'{"\\u0069d":'),  # an escaped key: the same key, more bytes

@@ -36,28 +36,10 @@ def unavailable() -> str | None:
 
 
 def start_vllm(model_dir: Path, log_path: Path, *, max_model_len: int = 2048, timeout: float = 420.0) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="2", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
-               TOKENIZERS_PARALLELISM="false")
-    log = open(log_path, "wb")
-    cmd = [str(PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--host", "127.0.0.1",
-           "--port", str(port), "--max-model-len", str(max_model_len), "--dtype", "float32", "--enforce-eager",
-           "--served-model-name", "smollm2", "--max-num-seqs", "8", "--disable-log-stats"]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"vLLM exited with {proc.returncode}: {log_path.read_text(errors='replace')[-3000:]}")
-        try:
-            if httpx.get(url + "/health", timeout=1.0).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(1.0)
-    stop_vllm(proc)
-    raise RuntimeError(f"vLLM not ready after {timeout}s: {log_path.read_text(errors='replace')[-3000:]}")
+    """vLLM's OpenAI-compatible server on the CPU, serving ``model_dir`` as ``smollm2`` on 127.0.0.1."""
+    args = ("--model", str(model_dir), "--max-model-len", str(max_model_len), "--dtype", "float32", "--enforce-eager",
+            "--served-model-name", "smollm2", "--max-num-seqs", "8", "--disable-log-stats")
+    return _launch("vllm.entrypoints.openai.api_server", args, log_path, timeout, "/health", VLLM_CPU_KVCACHE_SPACE="2")
 
 
 def stop_vllm(proc: subprocess.Popen) -> None:
@@ -163,24 +145,29 @@ def start_vllm_render(model_dir: Path, log_path: Path, args: tuple[str, ...] = (
     """vLLM's GPU-less render server (``vllm launch render``: chat templates and tokenizer only, no engine, no
     weights loaded), the endpoint speculators renders through, on 127.0.0.1. Started by its module, as
     ``start_vllm`` starts the full server."""
+    args = ("--model", str(model_dir), "--served-model-name", "render", "--disable-log-stats", *args)
+    return _launch("vllm.entrypoints.launchers.render.entry", args, log_path, timeout, "/v1/models")
+
+
+def _launch(module: str, args: tuple[str, ...], log_path: Path, timeout: float, ready: str,
+            **env_extra: str) -> tuple[subprocess.Popen, str]:
+    """Start one of vLLM's servers (``python -m module``) on a free port of 127.0.0.1, in a session of its own
+    (stop_vllm stops it and whatever it started), its output in ``log_path``; wait until ``ready`` (a path)
+    answers 200. (the process, its URL)"""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env.update(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false")
+    env.update(HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false", **env_extra)
     log = open(log_path, "wb")
-    cmd = [str(PYTHON), "-m", "vllm.entrypoints.launchers.render.entry", "--model", str(model_dir), "--host",
-           "127.0.0.1", "--port", str(port), "--served-model-name", "render", "--disable-log-stats", *args]
+    cmd = [str(PYTHON), "-m", module, "--host", "127.0.0.1", "--port", str(port), *args]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    return proc, _wait_ready(proc, f"http://127.0.0.1:{port}", log_path, timeout)
-
-
-def _wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float) -> str:
+    url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"vLLM exited with {proc.returncode}: {log_path.read_text(errors='replace')[-3000:]}")
         try:
-            if httpx.get(url + "/v1/models", timeout=1.0).status_code == 200:
-                return url
+            if httpx.get(url + ready, timeout=1.0).status_code == 200:
+                return proc, url
         except httpx.HTTPError:
             pass
         time.sleep(1.0)
