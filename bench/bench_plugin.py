@@ -2,9 +2,10 @@
 family (``--family``: Kimi K2.5, the default; Qwen3; DeepSeek-V3; Llama 3.1; Qwen3-Coder; DeepSeek-V3.1;
 DeepSeek-V3.2), with the tokenizer (and chat template) of that family's shipped golden dataset.
 
-Goals (issue 14): on 2 cores, from 6,000 samples of about 3,500 tokens up, the whole suite takes at
-most 1.0x the raw single-thread encode time of the same texts (measured here, in this script), and
-at 40,000 samples (138 M tokens, the seed's run) the controlling process stays under 2 GB.
+Goals (issues 14 and 36; ``lone_goal``): on 2 cores, with prompt verdicts on, the whole suite of Kimi K2.5 takes
+at most 0.9x the raw single-thread encode time of the same texts (measured here, in this script) from 6,000
+samples of about 3,500 tokens up, and at most 1.5x below that (2,000 samples); Qwen3 and DeepSeek-V3 at most
+0.33x; and at 40,000 samples (138 M tokens, the seed's run) the controlling process stays under 2 GB.
 
 Texts are prose and code taken from the installed packages' docs and sources (reasoning =
 prose, content = code), encoded with the real Kimi tokenizer; a share of samples carries one
@@ -452,6 +453,17 @@ def diverging_copy(golden: Path, tok, family: str) -> Path:
     return target
 
 
+def lone_goal(family: str, samples: int) -> float:
+    """The wall-time goal of a lone run with prompt verdicts on, as a ratio to raw encode (issue 36): Kimi K2.5 at
+    most 0.9x from 6,000 samples and 1.5x below that; Qwen3 and DeepSeek-V3 (a slower raw encode) at most 0.33x;
+    issue 14's 1.0x for the other families."""
+    if family in ("qwen3", "deepseek-v3"):
+        return 0.33
+    if family == "kimi-k2.5":
+        return 0.9 if samples >= 6000 else 1.5
+    return 1.0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--family", default="kimi-k2.5", choices=sorted(FAMILIES),
@@ -538,7 +550,8 @@ def main() -> int:
         if "lone" in results:
             rss = max(r.rss_mb for r in results["lone"])
             ratio = ratios["lone"]
-            print(f"goal: lone pytest <= 1.0x raw encode: {ratio:.2f}x ({'met' if ratio <= 1.0 else 'MISSED'}); "
+            goal = lone_goal(args.family, args.samples)
+            print(f"goal: lone pytest <= {goal:g}x raw encode: {ratio:.2f}x ({'met' if ratio <= goal else 'MISSED'}); "
                   f"controlling process < 2 GB: {rss:,.0f} MB ({'met' if rss < 2048 else 'MISSED'})")
         print(f"machine: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
     return 0
