@@ -2,7 +2,7 @@
 collection.py) relies on beyond pytest's public API.
 
 - the plugin names of pytest's own implementations of a test's phase hooks (``HookImpl.plugin_name``),
-  by which protocol.py knows that skipping those phases for an exact sample changes nothing;
+  by which protocol.py knows that skipping those phases for a passing sample changes nothing;
 - ``TestReport``'s constructor, called with keywords as pytest's ``TestReport.from_item_and_call`` does;
 - ``Item.location``, a cached property that collection.py fills for each sample as pytest would;
 - ``TerminalReporter._get_teardown_reports``, replaced for the run by an index that gives the same

@@ -173,7 +173,7 @@ class FidelitySession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-        """An exact sample is reported directly (protocol.py says why and when); any other test: None."""
+        """A passing sample is reported directly (protocol.py says why and when); any other test: None."""
         return self.plain_passes.run(item, nextitem)
 
     # -- hooks: every process ---------------------------------------------------------------------
