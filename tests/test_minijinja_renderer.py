@@ -32,7 +32,9 @@ from tokenizer_roots import SHARED
 
 from pipeline.core import chat_renderer, render
 from pipeline.core.chat_renderer import ChatRenderer, TemplateFallback
-from pipeline.core.minijinja_renderer import MiniJinjaTemplate, TemplateRaised, Unsupported, plain_inputs, unsupported
+from pipeline.core.minijinja_renderer import (
+    MiniJinjaTemplate, TemplateRaised, Unsupported, jinja2_sequence_tests, plain_inputs, unsupported,
+)
 from pipeline.core.golden import load_manifest
 from pipeline.core.profiles import bind_profile, get_profile_spec
 from pipeline.core.prompt_renderers import prompt_renderer
@@ -157,11 +159,11 @@ def test_generated_conversations_render_identically(template_of):
         assert ours == theirs, (template_of, i, how)
         counts[how] += 1
     assert sum(counts.values()) == GENERATED
-    # Most by MiniJinja. The rest: conversations the template itself refuses (SmolLM2's concatenates a text-parts
-    # list or a missing content: both engines fail; DeepSeek-V3.1's tools block writes every tool's description and
-    # parameters, so it refuses the generated tools that lack one), and inputs with floats written 1e-07
-    # (transformers renders them).
-    share = 0.5 if template_of == "deepseek-v3.1" else 0.6
+    # Most by MiniJinja. The rest: conversations the template itself refuses (SmolLM2's and Qwen3-Coder's concatenate
+    # a text-parts list or a missing content: both engines fail; DeepSeek-V3.1's tools block writes every tool's
+    # description and parameters, so it refuses the generated tools that lack one), and inputs with floats written
+    # 1e-07 (transformers renders them).
+    share = 0.5 if template_of in ("deepseek-v3.1", "qwen3-coder") else 0.6
     assert counts["text"] + counts["fallback"] >= GENERATED * share and counts["not-plain"] <= GENERATED * 0.1, counts
 
 
@@ -189,6 +191,36 @@ def test_text_in_a_template_is_not_taken_for_code():
     assert unsupported("Answer in the format {name}: its title, as a sequence. 100% sure.{{ messages[0].content }}") is None
     assert unsupported("{{ '%s' % x }}") == "format" and unsupported("{{ x|format(1) }}") == "format"
     assert unsupported("{{ x.__class__ }}") == "underscore attribute"
+
+
+# Every kind of value a template tests: undefined (no key), none, strings, lists, mappings, numbers, bools.
+TESTED_VALUES = [{"role": "user"}] + [{"role": "user", "x": x} for x in (None, "s", "", [1], [], {"a": 1}, {}, 1, 0, 1.5, True, False)]
+
+
+@pytest.mark.parametrize("tools", [None, [], [{"type": "function", "function": {"name": "f"}}]], ids=["none", "empty", "one"])
+def test_sequence_and_iterable_tests_answer_as_jinja2s(tools):
+    """MiniJinja's own ``sequence`` test is false for a string and a mapping, its ``iterable`` true for none: their
+    plain forms are rewritten so that every kind of value gets jinja2's answer (``jinja2_sequence_tests``)."""
+    template = ("{% for m in messages %}[{{ m.x is sequence }}|{{ m.x is not sequence }}|{{ not m.x is sequence }}|"
+                "{{ m['x'] is sequence and m.x is not string }}|{{ m.y is sequence }}|{{ m.x is iterable }}|"
+                "{{ m.x is not iterable }}|{{ m.y is iterable }}|{{ m.x is mapping or (m.x is sequence and m.x is not string) }}]"
+                "{% endfor %}{% if tools is iterable and tools | length > 0 %}tools{% endif %}")
+    prepared = Prepared(tools, {})
+    ours = MiniJinjaTemplate(template)(TESTED_VALUES, tools, {}, True)
+    assert ours == TemplateRenderer(template)(copy.deepcopy(TESTED_VALUES), prepared, True)
+    assert ours.startswith("[True|False|False|True|True|True|False|True|True][False|True|True|False|True|False|True|True|False]")
+
+
+def test_a_sequence_test_minijinja_cannot_be_given_jinja2s_answer_for_is_refused():
+    # the end of a longer operand (a filter's, a parenthesis', an operator's): left as written, and refused
+    for template in ("{{ messages|first is sequence }}", "{{ (messages) is iterable }}", "{{ 'a' ~ x is not sequence }}",
+                     "{% raw %}{{ x is sequence }}{% endraw %}{{ x }}"):
+        assert jinja2_sequence_tests(template) == template
+        assert unsupported(template) in ("is sequence", "is iterable"), template
+    # inside a string literal it is text: left as written (so the template is refused, never its text changed)
+    assert jinja2_sequence_tests("{{ 'x is sequence' }}") == "{{ 'x is sequence' }}"
+    assert jinja2_sequence_tests('{{ "a\\" x" ~ (y is sequence) }} y is sequence') == (
+        '{{ "a\\" x" ~ ((y is undefined or y is jinja2_sequence)) }} y is sequence')  # its text is not code
 
 
 def test_an_input_minijinja_would_print_otherwise_is_rendered_by_transformers(monkeypatch):
@@ -258,12 +290,13 @@ def test_a_template_that_never_ends_stops_on_fuel_and_the_time_limit(monkeypatch
         renderer([{"role": "user", "content": "x"}], Prepared(None, {}), True)
 
 
-def test_verifying_kimi_imports_no_transformers():
+@pytest.mark.parametrize("dataset", ["B1_glaive", "C1_glaive"])  # Kimi K2.5; Qwen3-Coder (its `is sequence` rewritten)
+def test_verifying_imports_no_transformers(dataset):
     """A prompt verdict on a template MiniJinja renders never imports transformers (nor jinja2)."""
     code = ("import sys, json; from pipeline.core.golden import load_manifest, read_samples; "
             "from pipeline.core.binding import bind_dataset; from pipeline.core.prompt_check import PromptJudge, PROMPT_EXACT; "
-            "m = load_manifest('golden/B1_glaive'); tok, profile = bind_dataset(m.profile, m.tokenizer); judge = PromptJudge(profile, tok); "
-            "verdicts = [judge(s) for s in read_samples('golden/B1_glaive')]; assert verdicts and set(verdicts) == {PROMPT_EXACT}, verdicts[:3]; "
+            f"m = load_manifest('golden/{dataset}'); tok, profile = bind_dataset(m.profile, m.tokenizer); judge = PromptJudge(profile, tok); "
+            f"verdicts = [judge(s) for s in read_samples('golden/{dataset}')]; assert verdicts and set(verdicts) == {{PROMPT_EXACT}}, verdicts[:3]; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('transformers', 'jinja2'))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

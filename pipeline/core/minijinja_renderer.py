@@ -36,11 +36,13 @@ from typing import Any
 __all__ = ["MiniJinjaTemplate", "Unsupported", "TemplateRaised", "UNSUPPORTED", "unsupported", "plain_inputs", "alias_reasoning"]
 
 # Constructs whose result MiniJinja computes differently from jinja2 (found by the differential tests):
-# ``is sequence`` is false for a string; ``title`` leaves Unicode titlecase letters another way; ``%``
+# ``is sequence`` is false for a string, ``is iterable`` true for none (their plain forms are rewritten:
+# ``jinja2_sequence_tests``); ``title`` leaves Unicode titlecase letters another way; ``%``
 # and ``format`` follow Rust's formatting; ``namespace`` and ``dict`` are MiniJinja's own, which do not
 # refuse underscore names as transformers' do; ``{% generation %}`` is transformers' extension.
 UNSUPPORTED = {
     "is sequence": re.compile(r"\bis\s+(?:not\s+)?sequence\b"),
+    "is iterable": re.compile(r"\bis\s+(?:not\s+)?iterable\b"),
     "title": re.compile(r"\|\s*title\b|\.\s*title\s*\("),
     "format": re.compile(r"\|\s*format\b|\.\s*format\s*\(|['\"]\s*%"),
     "underscore attribute": re.compile(r"\.\s*_|\[\s*['\"]_|namespace\s*\(\s*_|\bfromkeys\b"),
@@ -48,6 +50,63 @@ UNSUPPORTED = {
     "whitespace override": re.compile(r"^\+|\+$"),  # jinja2's "{%+" and "+%}"
 }
 _CODE = re.compile(r"\{([{%])(.*?)[}%]\}", re.S)  # what a template's tags and expressions say (its text is not code)
+
+
+# ``SUBJECT is [not] sequence`` where the subject is a variable, its attributes and items (``json_dict[json_key]``,
+# ``message.content``), not the end of a longer operand (a filter's or an operator's: those are left as they are).
+_SUBJECT = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\s*(?:[A-Za-z_]\w*|'[^'\\\n]*'|\"[^\"\\\n]*\"|\d+)\s*\])*"
+_SEQUENCE_TEST = re.compile(rf"(?<![\w.\])'\"|~+\-*/%])({_SUBJECT})\s+is\s+(not\s+)?(sequence|iterable)\b")
+_TAG = re.compile(r"\{[{%].*?[}%]\}", re.S)
+# What may come before such a subject, so that the test applies to it alone in jinja2 (a test binds tighter than
+# any operator but unary minus and plus, and looser than a filter): the tag's start, an opening bracket, a comma, a
+# comparison or assignment, or a keyword.
+_OPERAND_START = re.compile(r"(?:\{[{%]-?|[(\[,=<>]|(?<![\w.])(?:if|elif|else|and|or|not|in))\s*$")
+_RAW = re.compile(r"\{%-?\s*raw\b")
+_ESCAPED = re.compile(r"\\.", re.S)
+
+
+def jinja2_sequence_tests(template: str) -> str:
+    """``template`` with each plain ``x is sequence`` and ``x is iterable`` (in its tags, not its text) written so
+    that MiniJinja answers as jinja2 does: ``(x is undefined or x is jinja2_sequence)``, and ``x is not sequence``
+    as ``(x is defined and x is not jinja2_sequence)``; the same for ``iterable``. jinja2's ``sequence`` is true
+    for anything with a length and items (a string, a list, a mapping, an undefined value), MiniJinja's for a
+    list only; jinja2's ``iterable`` is false for none, MiniJinja's true. ``jinja2_sequence`` and
+    ``jinja2_iterable`` are jinja2's own tests, run in Python; MiniJinja hands them an undefined value as None,
+    so that case is decided in the template (both of jinja2's tests are true for it). Other forms are left as
+    they are (``unsupported`` then refuses the template), and so is one inside a string literal, and any
+    template with a raw block (whose tags are text)."""
+    if _RAW.search(template):
+        return template
+
+    def test(m: re.Match) -> str:
+        before = _ESCAPED.sub("", m.string[: m.start()])
+        if before.count("'") % 2 or before.count('"') % 2:  # inside a string literal: text, left as it is
+            return m[0]
+        if not _OPERAND_START.search(before):  # the subject may be the end of a longer operand: left as it is
+            return m[0]
+        return (f"({m[1]} is defined and {m[1]} is not jinja2_{m[3]})" if m[2]
+                else f"({m[1]} is undefined or {m[1]} is jinja2_{m[3]})")
+
+    return _TAG.sub(lambda tag: _SEQUENCE_TEST.sub(test, tag[0]), template)
+
+
+def _jinja2_sequence(value) -> bool:
+    """jinja2's ``sequence`` test, for a defined value (None is JSON's null: not a sequence)."""
+    try:
+        len(value)
+        value.__getitem__
+    except Exception:  # noqa: BLE001 - exactly jinja2's test
+        return False
+    return True
+
+
+def _jinja2_iterable(value) -> bool:
+    """jinja2's ``iterable`` test, for a defined value (None is JSON's null: not iterable)."""
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True
 
 
 def unsupported(template: str) -> str | None:
@@ -126,15 +185,18 @@ class MiniJinjaTemplate:
     def __init__(self, template: str):
         import minijinja
 
-        construct = unsupported(template)
+        source = jinja2_sequence_tests(template)
+        construct = unsupported(source)
         if construct is not None:
             raise Unsupported(f"it uses {construct}, which MiniJinja renders differently from jinja2")
         env = minijinja.Environment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False, pycompat=True, fuel=FUEL)
         env.add_filter("tojson", _tojson)
+        env.add_test("jinja2_sequence", _jinja2_sequence)
+        env.add_test("jinja2_iterable", _jinja2_iterable)
         env.add_global("raise_exception", _raise_exception)
         env.add_global("strftime_now", _strftime_now)
         try:
-            env.add_template("chat", template)
+            env.add_template("chat", source)
         except minijinja.TemplateError as e:
             raise Unsupported(f"MiniJinja cannot compile it: {str(e).splitlines()[0][:300]}") from None
         self.template = template
