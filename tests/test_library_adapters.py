@@ -166,3 +166,20 @@ def test_a_pytest_outside_the_checked_range_is_said_in_one_line_and_its_self_tes
         assert len(lines) == 1 and f"pytest {pytest.__version__} is outside" in lines[0]
         assert ("self-test passed" in lines[0]) is fast
         assert (int((pytester.path / "reported.txt").read_text()) > 0) is fast
+
+
+def test_the_installed_releases_are_what_importlib_metadata_says():
+    """checked_versions reads each release from its .dist-info folder's name: the same as importlib.metadata's
+    answer for every distribution installed here, and a name not installed is None."""
+    from importlib.metadata import distributions
+
+    seen = 0
+    for dist in distributions():
+        name = dist.metadata["Name"]
+        if name and checked_versions._normalized(name) in checked_versions._dist_info_versions():
+            assert checked_versions._installed(name) == dist.version, name
+            seen += 1
+    assert seen >= 50
+    assert checked_versions._installed("no-such-distribution-here") is None
+    for checked in ("pytest", "pytest-xdist", "syrupy", "tiktoken", "tokenizers", "transformers"):
+        assert checked_versions._installed(checked) is not None, checked

@@ -13,6 +13,10 @@ counts. ``scripts/drift`` runs the suite on the newest releases, which exercises
 
 from __future__ import annotations
 
+import functools
+import os
+import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -48,10 +52,39 @@ _notes: dict[str, str] = {}
 
 
 def _installed(library: str) -> str | None:
+    """The installed release of ``library``: from its ``.dist-info`` folder's name where one is on ``sys.path`` (one
+    listing of each folder per process, where ``importlib.metadata.version`` searches them all for each name: about
+    7 ms each, before a run's first test), else from ``importlib.metadata``."""
+    found = _dist_info_versions().get(_normalized(library))
+    if found is not None:
+        return found
     try:
         return version(library)
     except PackageNotFoundError:
         return None
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+@functools.cache
+def _dist_info_versions() -> dict[str, str]:
+    """Release by normalized distribution name, from the ``NAME-VERSION.dist-info`` folders on ``sys.path`` (pip
+    names them so, from the metadata's own fields); the first on ``sys.path`` wins, as ``importlib.metadata``
+    finds it."""
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:  # not a folder (a zip), or gone
+            continue
+        for name in names:
+            if name.endswith(".dist-info"):
+                dist, dash, release = name[: -len(".dist-info")].partition("-")
+                if dash and release:
+                    found.setdefault(_normalized(dist), release)
+    return found
 
 
 def usable(checked: CheckedRange, self_test: Callable[[], object], installed: str | None = None) -> bool:
