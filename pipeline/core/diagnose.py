@@ -69,18 +69,18 @@ def diagnose(
         cls = classify_hunk(ctx, g0, g1, r0, r1)
         hunks.append(Hunk(g0, g1, r0, r1, cls, cls in TEXT_PRESERVING_CLASSES))
 
-    first = hunks[0]
+    first, gbytes, rbytes = hunks[0], ctx.gbytes, ctx.rbytes
     return Diagnosis(
         golden_len=len(golden),
         recon_len=len(recon),
         hunks=hunks,
-        texts_identical=ctx.gbytes.data == ctx.rbytes.data,
-        golden_window=hunk_window(ctx.gbytes, first.golden_start, first.golden_end, token_text),
-        recon_window=hunk_window(ctx.rbytes, first.recon_start, first.recon_end, token_text),
+        texts_identical=gbytes.data == rbytes.data,
         tokenizer_name=tokenizer.name,
         golden_ids=golden,
         recon_ids=recon,
         token_text=token_text,
+        windows=lambda: (hunk_window(gbytes, first.golden_start, first.golden_end, token_text),
+                         hunk_window(rbytes, first.recon_start, first.recon_end, token_text)),
     )
 
 

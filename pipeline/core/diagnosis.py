@@ -43,12 +43,29 @@ class Diagnosis:
     recon_len: int
     hunks: list[Hunk]
     texts_identical: bool  # the decoded bytes of the whole sequences are equal
-    golden_window: list[WindowToken] = field(default_factory=list)
-    recon_window: list[WindowToken] = field(default_factory=list)
     tokenizer_name: str = ""
     golden_ids: Sequence[int] = field(default=(), repr=False, compare=False)
     recon_ids: Sequence[int] = field(default=(), repr=False, compare=False)
     token_text: Callable[[int], str] = field(default=str, repr=False, compare=False)
+    # makes (golden_window, recon_window) on first use: a sample the policy accepts is never reported, and
+    # never needs them (the windows cost about as much as classifying its hunks)
+    windows: Callable[[], tuple[list[WindowToken], list[WindowToken]]] | None = field(default=None, repr=False, compare=False)
+    _windows: tuple[list[WindowToken], list[WindowToken]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def golden_window(self) -> list[WindowToken]:
+        """The golden tokens around the first hunk (empty when the sequences are equal)."""
+        return self._made_windows()[0]
+
+    @property
+    def recon_window(self) -> list[WindowToken]:
+        """The reconstructed tokens around the first hunk (empty when the sequences are equal)."""
+        return self._made_windows()[1]
+
+    def _made_windows(self) -> tuple[list[WindowToken], list[WindowToken]]:
+        if self._windows is None:
+            self._windows = self.windows() if self.windows is not None else ([], [])
+        return self._windows
 
     @property
     def first_index(self) -> int | None:
