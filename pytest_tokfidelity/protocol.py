@@ -12,9 +12,9 @@ log-finish hooks and its three passed ``TestReport``s, through ``pytest_runtest_
 pytest's own would be (the terminal, xdist, junitxml, --lf and the gate all see them). About 0.15 ms
 of the 0.3 ms is saved.
 
-Everything else goes through pytest's own protocol, with the verdict already fetched:
-a divergence the policy does not accept, bad input or anything that raises (so failures, tracebacks and --pdb are pytest's
-own), an item carrying marks, ``--setup-only``/``--setup-show``/``--setup-plan``, and every sample
+Everything else goes through pytest's own protocol, with the verdict already fetched: a
+divergence the policy does not accept, bad input or anything that raises (so failures, tracebacks
+and --pdb are pytest's own), an item carrying marks, ``--setup-only``/``--setup-show``/``--setup-plan``, and every sample
 whose setup or teardown moves pytest's setup state (the first of a run of samples, and the last,
 whose next test is not a sample of the suite). Between those two, a sample's setup and teardown
 only push and pop the item itself, which has no fixtures and no finalizers, so skipping them leaves

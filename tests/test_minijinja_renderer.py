@@ -214,6 +214,7 @@ def test_sequence_and_iterable_tests_answer_as_jinja2s(tools):
 def test_a_sequence_test_minijinja_cannot_be_given_jinja2s_answer_for_is_refused():
     # the end of a longer operand (a filter's, a parenthesis', an operator's): left as written, and refused
     for template in ("{{ messages|first is sequence }}", "{{ (messages) is iterable }}", "{{ 'a' ~ x is not sequence }}",
+                     "{{ f(x).y is sequence }}", "{{ - x is sequence }}",
                      "{% raw %}{{ x is sequence }}{% endraw %}{{ x }}"):
         assert jinja2_sequence_tests(template) == template
         assert unsupported(template) in ("is sequence", "is iterable"), template

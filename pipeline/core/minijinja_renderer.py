@@ -53,9 +53,9 @@ _CODE = re.compile(r"\{([{%])(.*?)[}%]\}", re.S)  # what a template's tags and e
 
 
 # ``SUBJECT is [not] sequence`` where the subject is a variable, its attributes and items (``json_dict[json_key]``,
-# ``message.content``), not the end of a longer operand (a filter's or an operator's: those are left as they are).
+# ``message.content``); whether it is the end of a longer operand is _OPERAND_START's to say.
 _SUBJECT = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\s*(?:[A-Za-z_]\w*|'[^'\\\n]*'|\"[^\"\\\n]*\"|\d+)\s*\])*"
-_SEQUENCE_TEST = re.compile(rf"(?<![\w.\])'\"|~+\-*/%])({_SUBJECT})\s+is\s+(not\s+)?(sequence|iterable)\b")
+_SEQUENCE_TEST = re.compile(rf"({_SUBJECT})\s+is\s+(not\s+)?(sequence|iterable)\b")
 _TAG = re.compile(r"\{[{%].*?[}%]\}", re.S)
 # What may come before such a subject, so that the test applies to it alone in jinja2 (a test binds tighter than
 # any operator but unary minus and plus, and looser than a filter): the tag's start, an opening bracket, a comma, a

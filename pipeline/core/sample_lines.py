@@ -72,14 +72,15 @@ def read_compact(data: bytes) -> dict[str, Any] | None:
         end = data.find(b"]", start) + 1
         if end and data.count(_OUTPUT_IDS) == 1:
             try:
-                ids = _ids(data[start:end])
+                ids = _ids(memoryview(data)[start:end])
             except _failed:
                 ids = None
             if ids is not None:
                 out = _read(data[:start] + b"[]" + data[end:])
-                if out is None or "output_ids" in out:
-                    if out is not None:
-                        out["output_ids"] = ids
+                if out is None:
+                    return None  # the line without its ids fails a check: so does the whole line
+                if "output_ids" in out:  # the cut was the top-level key's value
+                    out["output_ids"] = ids
                     return out
     return _read(data)
 
