@@ -125,12 +125,13 @@ class DatasetRun:
             golden[MANIFEST_FILE] = self.manifest_sha256
         if self._index is not None and self._index.sha256 is not None:
             golden[SAMPLES_FILE] = self._index.sha256
+        stamps = {SAMPLES_FILE: self._index.stamp} if self._index is not None and self._index.stamp is not None else {}
         judge = self._setup[0] if self._setup is not None else None
         if judge is None:
-            return Pins(golden)
+            return Pins(golden, stamps=stamps)
         from pipeline.core.prompt_renderers import prompt_template_pins
 
-        return Pins(golden, dict(judge.tokenizer.file_digests), *prompt_template_pins(judge.profile, judge.tokenizer))
+        return Pins(golden, dict(judge.tokenizer.file_digests), *prompt_template_pins(judge.profile, judge.tokenizer), stamps=stamps)
 
     @property
     def fd(self) -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 from pipeline.core.files import open_input
 from pipeline.core.golden import GoldenError, GoldenSample, id_problem, parse_sample
 from pipeline.core.jsonl import JsonTextError, duplicate_key, duplicate_key_message, parse_json
+from pipeline.core.pins import Stamp, settled_stamp
 from pipeline.core.sample_lines import read_compact
 
 try:
@@ -81,6 +82,7 @@ class SampleIndex:
         self.lines = array("q")
         self.crcs = array("I")
         self.sha256: str | None = None  # of the whole file as indexed (None: it could not be read)
+        self.stamp: Stamp | None = None  # the file's settled stamp, taken before the pass (pipeline.core.pins)
         self.ids: list[str | None] = []  # None: no id readable (the line's test is named line-N)
         self.duplicate_of: dict[int, int] = {}  # position -> line where the id was first seen
         self.problem: str | None = None  # why the file cannot be read at all, for test_manifest
@@ -94,6 +96,10 @@ class SampleIndex:
             return
         self._first_line: dict[str, int] = {}
         self._line_no = 0
+        try:
+            stamp = settled_stamp(os.fstat(f.fileno()))
+        except OSError:
+            stamp = None
         digest = hashlib.sha256()
         with f, ThreadPoolExecutor(1, thread_name_prefix="tokfidelity-sha256") as hashing:
             pending, base = b"", 0  # the start of a line that goes on in the next block; its offset
@@ -112,6 +118,7 @@ class SampleIndex:
                     start = newline + 1
                 pending, base = block[start:], base + start
         self.sha256 = digest.hexdigest()  # the executor has finished every update
+        self.stamp = stamp
         del self._first_line, self._line_no
 
     def _add(self, block: bytes, start: int, end: int, offset: int) -> None:

@@ -113,6 +113,60 @@ def test_a_sample_line_changed_in_place_after_indexing_fails_its_own_test(tmp_pa
     assert "changed on disk since the file was indexed" in str(error) and f"{path}:2" in str(error)
 
 
+def _stamped_samples(tmp_path, monkeypatch):
+    """A dataset whose samples file has been still for longer than a (shortened) SETTLED_NS, indexed: its pins
+    and the samples file. Reading the samples file again is counted."""
+    import time
+
+    from pipeline.core import pins as pins_module
+    from pytest_tokfidelity.index import SampleIndex
+
+    monkeypatch.setattr(pins_module, "SETTLED_NS", 20_000_000)  # 20 ms, where a real run waits 2 s
+    folder = write_dataset(tmp_path / "D", manifest("D"), exact_samples(2))
+    path = folder / "samples.jsonl"
+    time.sleep(0.06)
+    index = SampleIndex(path)
+    assert index.stamp is not None
+    reads = []
+    real = pins_module.file_sha256
+    monkeypatch.setattr(pins_module, "file_sha256", lambda p: reads.append(Path(p).name) or real(p))
+    golden = {"samples.jsonl": index.sha256, "manifest.json": file_sha256(folder / "manifest.json")}
+    return pins_module.Pins(golden, stamps={"samples.jsonl": index.stamp}), folder, path, reads
+
+
+def test_a_samples_file_whose_stamp_holds_is_not_read_again_at_the_end(tmp_path, monkeypatch):
+    pins, folder, _, reads = _stamped_samples(tmp_path, monkeypatch)
+    assert pins.changes(folder) == []
+    assert reads == ["manifest.json"]
+
+
+@pytest.mark.parametrize("edit", ["append", "same size", "replaced"])
+def test_a_stamped_samples_file_changed_after_it_was_read_is_hashed_again_and_named(tmp_path, monkeypatch, edit):
+    """Any write after the stamp moves the file's change time (or its size, or its inode): the end check reads it again."""
+    pins, folder, path, reads = _stamped_samples(tmp_path, monkeypatch)
+    data = path.read_bytes()
+    if edit == "append":
+        with open(path, "ab") as f:
+            f.write(b'{"id":"late","output_ids":[1],"finish_reason":"stop"}\n')
+    elif edit == "same size":
+        with open(path, "r+b") as f:  # in place: same inode, same size
+            f.write(data.replace(b'"s1"', b'"t1"'))
+    else:
+        path.with_name("new").write_bytes(data.replace(b'"s1"', b'"t1"'))
+        os.replace(path.with_name("new"), path)
+    assert pins.changes(folder) == ["golden file samples.jsonl changed since it was read"]
+    assert "samples.jsonl" in reads
+
+
+def test_a_samples_file_written_just_before_it_was_read_gets_no_stamp(tmp_path):
+    """Written within SETTLED_NS (2 s) of the pass: a later write in the same clock tick could leave its stat as it
+    was, so it has no stamp and is hashed again at the end."""
+    from pytest_tokfidelity.index import SampleIndex
+
+    path = write_dataset(tmp_path / "D", manifest("D"), exact_samples(2)) / "samples.jsonl"
+    assert SampleIndex(path).stamp is None
+
+
 # -- 3. a GGUF tokenizer: what is loaded is the rebuilt tokenizer.json too ---------------------------
 @pytest.mark.slow
 def test_gguf_fingerprint_covers_the_cached_rebuild(tmp_path, monkeypatch):

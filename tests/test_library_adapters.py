@@ -177,9 +177,9 @@ def test_the_installed_releases_are_what_importlib_metadata_says():
     for dist in distributions():
         name = dist.metadata["Name"]
         if name and checked_versions._normalized(name) in checked_versions._dist_info_versions():
-            assert checked_versions._installed(name) == dist.version, name
+            assert checked_versions.installed_release(name) == dist.version, name
             seen += 1
     assert seen >= 50
-    assert checked_versions._installed("no-such-distribution-here") is None
+    assert checked_versions.installed_release("no-such-distribution-here") is None
     for checked in ("pytest", "pytest-xdist", "syrupy", "tiktoken", "tokenizers", "transformers"):
-        assert checked_versions._installed(checked) is not None, checked
+        assert checked_versions.installed_release(checked) is not None, checked

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
-__all__ = ["CheckedRange", "usable", "notes"]
+__all__ = ["CheckedRange", "usable", "notes", "installed_release"]
 
 
 def _release(text: str) -> tuple[int, ...]:
@@ -51,7 +51,7 @@ _decided: dict[str, bool] = {}
 _notes: dict[str, str] = {}
 
 
-def _installed(library: str) -> str | None:
+def installed_release(library: str) -> str | None:
     """The installed release of ``library``: from its ``.dist-info`` folder's name where one is on ``sys.path`` (one
     listing of each folder per process, where ``importlib.metadata.version`` searches them all for each name: about
     7 ms each, before a run's first test), else from ``importlib.metadata``."""
@@ -94,7 +94,7 @@ def usable(checked: CheckedRange, self_test: Callable[[], object], installed: st
     failure) and answers; a note for ``notes()`` says which. ``installed`` overrides the lookup (tests)."""
     if installed is None and checked.adapter in _decided:
         return _decided[checked.adapter]
-    found = installed if installed is not None else _installed(checked.library)
+    found = installed if installed is not None else installed_release(checked.library)
     if found is None or checked.covers(found):
         answer = True
     else:

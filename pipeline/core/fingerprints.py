@@ -57,16 +57,15 @@ def family_file_hashes(profiles: Iterable[str | None]) -> dict[str, str]:
 
 
 def library_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
+    """The Python version and the installed release of each of ``TOKENIZER_LIBRARIES`` ("(not installed)" where
+    none is), read as the checked-version lookup reads them (one listing of the .dist-info folders per process)."""
     import platform
+
+    from .checked_versions import installed_release
 
     out = {"python": platform.python_version()}
     for name in TOKENIZER_LIBRARIES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "(not installed)"
+        out[name] = installed_release(name) or "(not installed)"
     return out
 
 
