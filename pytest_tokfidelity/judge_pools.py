@@ -311,10 +311,14 @@ class ForkedJudges:
                 os.close(close)
             except OSError:
                 pass
-        for pid in self.pids:
+        for pid in self.pids:  # all killed first: each frees its memory while the next is waited for
             try:
                 os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in self.pids:
+            try:
                 os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
+            except ChildProcessError:
                 pass
         self._progress.close()

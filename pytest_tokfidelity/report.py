@@ -248,11 +248,11 @@ class RunReport:
         tokenizers = [(p.tokenizer, p.template, p.template_sha256) for p in seen if p.tokenizer]  # a worker that judged none of its samples has none
         if any(p.golden != seen[0].golden for p in seen) or any(t != tokenizers[0] for t in tokenizers):
             return None, ["the dataset, tokenizer or chat template files changed while xdist workers were reading them"]
-        pins = Pins(seen[0].golden, *(tokenizers[0] if tokenizers else ({}, {}, None)), stamps=seen[0].stamps)
+        pins = Pins(seen[0].golden, *(tokenizers[0] if tokenizers else ({}, {}, None)), stamps=seen[0].stamps, code=seen[0].code)
         if not pins.tokenizer:  # no process needed the tokenizer for a sample: pin it now
             ds.setup()
             now = ds.pins()
-            pins = Pins(pins.golden, now.tokenizer, now.template, now.template_sha256, stamps=pins.stamps)
+            pins = Pins(pins.golden, now.tokenizer, now.template, now.template_sha256, stamps=pins.stamps, code=pins.code)
         own = [own.changes() for own in (self.session.reconstructor, self.session.renderer) if own is not None]
         return pins, pins.changes(ds.dir) + [c for changes in own for c in changes]
 

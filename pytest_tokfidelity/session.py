@@ -40,7 +40,7 @@ from pipeline.core.golden import find_datasets
 
 from .checks import Checks
 from .collection import GATE_TEST, SAMPLE_TEST, CheckItem, DatasetFile, SampleItem, sample_cases, tag
-from .dataset import DatasetRun
+from .dataset import DatasetRun, code_hashes
 from .judge_pools import ForkedCall, can_fork
 from .judge_watch import DEFAULT_DEADLINE
 from .judges import LoneOrder, Prefetcher, XdistOrder
@@ -107,8 +107,9 @@ class FidelitySession:
             # A lone run: its golden files are indexed in a forked process while this one goes on
             # collecting and loads the tokenizers (pytest_collection); each alone keeps a
             # core busy, and judging waits for both (at 6,000 samples about 0.2 s and 0.3 s).
+            # The code that judges is hashed there too, as the run begins, for the gate records (DatasetRun.pins).
             datasets = self.datasets
-            indexing = ForkedCall(lambda: [ds.read_index() for ds in datasets])
+            indexing = ForkedCall(lambda: ([ds.read_index() for ds in datasets], code_hashes(datasets)))
             config.add_cleanup(indexing.cancel)
             for ds in datasets:
                 ds.indexed_elsewhere = indexing

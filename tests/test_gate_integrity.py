@@ -158,6 +158,19 @@ def test_a_stamped_samples_file_changed_after_it_was_read_is_hashed_again_and_na
     assert "samples.jsonl" in reads
 
 
+def test_a_lone_run_records_the_code_as_hashed_when_it_began(pytester, monkeypatch):
+    """The indexing process hashes the code that judges as the run begins; the record written at the end holds
+    those hashes (the same as hashing it now) and does not hash it again."""
+    from pipeline.core.fingerprints import code_file_hashes
+
+    make_dataset(pytester.path, "P4_code", exact_samples(2))
+    monkeypatch.setattr(gate, "code_file_hashes", lambda *a: pytest.fail("the code was hashed again at the end"))
+    run(pytester, "--tokfidelity-dataset=P4").assert_outcomes(passed=4 + 2)
+    rec = record(pytester, "P4_code")
+    assert rec["status"] == "open"
+    assert rec["code_files"] == code_file_hashes([rec["profile"]])
+
+
 def test_a_samples_file_written_just_before_it_was_read_gets_no_stamp(tmp_path):
     """Written within SETTLED_NS (2 s) of the pass: a later write in the same clock tick could leave its stat as it
     was, so it has no stamp and is hashed again at the end."""

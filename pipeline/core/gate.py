@@ -526,7 +526,7 @@ def pinned_fields(
     project's own reconstruction and rendering when those were judged) and libraries."""
     from .own_code import record_fields
     golden = dict(pins.golden) if pins is not None else golden_file_hashes(dataset_dir)
-    code = code_file_hashes([profile])
+    code = dict(pins.code) if pins is not None and pins.code else code_file_hashes([profile])
     libs = library_versions()
     template, template_sha256, settings = _render_pins(tokenizer_spec, profile, pins, dataset_dir)
     return {

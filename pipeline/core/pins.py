@@ -170,6 +170,9 @@ class Pins:
     template_sha256: str | None = None  # the template's content as rendered (render.template_digest): what a gate pins
     # golden file -> its settled stamp when it was hashed in this process (settled_stamp); never sent or recorded
     stamps: dict[str, Stamp] = field(default_factory=dict, compare=False)
+    # the code that judged (fingerprints.code_file_hashes) as the run began, where this process hashed it then
+    # (a lone run's indexing process); empty: the record hashes it as it is written. Never sent.
+    code: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"golden": dict(self.golden), "tokenizer": dict(self.tokenizer), "template": dict(self.template),
