@@ -25,7 +25,7 @@ from pipeline.core.pins import Pins, golden_file_hashes, sha256_bytes, unreadabl
 from .index import SampleIndex
 from .snapshots import SNAPSHOT_BASENAME, snapshot_key, stored_names
 
-__all__ = ["DatasetRun", "Judged", "code_hashes"]
+__all__ = ["DatasetRun", "Judged"]
 
 SCAN_CHUNK = 256  # samples parsed at a time by the whole-dataset scan
 
@@ -39,14 +39,6 @@ class Judged:
     vocabulary: list[tuple[int, str]] = field(default_factory=list)  # (line, problem) found by those checks
     stops: list[tuple[int, str]] = field(default_factory=list)
     absorbed: bool = False  # set by DatasetRun.absorb, once
-
-
-def code_hashes(datasets: list["DatasetRun"]) -> dict[str | None, dict[str, str]]:
-    """The code that judges each dataset's profile, hashed (``fingerprints.code_file_hashes``), by profile."""
-    from pipeline.core.fingerprints import code_file_hashes
-
-    profiles = {ds.manifest.profile if ds.manifest else None for ds in datasets}
-    return {profile: code_file_hashes([profile]) for profile in profiles}
 
 
 class DatasetRun:
@@ -91,9 +83,8 @@ class DatasetRun:
         # passes another's test
         self.view_suffix = self.multi_view or (self.manifest is not None and self.view_error is None and views != self.manifest.views)
         self._other_files: dict[str, str] | None = None  # sha256 of the dataset's other files, when indexed
-        self._code_files: dict[str, str] = {}  # sha256 of the code that judges, when hashed with the index (code_hashes)
-        # (the session's datasets' read_index(), code_hashes(datasets)) as run in a forked process
-        # (judge_pools.ForkedCall), or None
+        self._code_files: dict[str, str] = {}  # sha256 of the code that judges, where hashed with the index
+        # (read_index() of the session's datasets, and their code by profile) from a forked process, or None
         self.indexed_elsewhere = None
         self._index: SampleIndex | None = None
         self._lock = threading.Lock()
@@ -114,12 +105,8 @@ class DatasetRun:
     def index(self) -> SampleIndex:
         if self._index is None:
             built = self.indexed_elsewhere.result() if self.indexed_elsewhere is not None else None
-            if built is not None:
-                indexes, code = built
-                self._index, self._other_files = indexes[self.position]
-                self._code_files = code.get(self.manifest.profile if self.manifest else None, {})
-            else:
-                self._index, self._other_files = self.read_index()
+            self._index, self._other_files = built[0][self.position] if built is not None else self.read_index()
+            self._code_files = built[1].get(self.manifest and self.manifest.profile, {}) if built is not None else {}
         return self._index
 
     def read_index(self) -> tuple[SampleIndex, dict[str, str]]:
@@ -140,16 +127,13 @@ class DatasetRun:
             golden[MANIFEST_FILE] = self.manifest_sha256
         if self._index is not None and self._index.sha256 is not None:
             golden[SAMPLES_FILE] = self._index.sha256
-        own = {"stamps": {SAMPLES_FILE: self._index.stamp} if self._index is not None and self._index.stamp is not None else {},
-               "code": dict(self._code_files)}
+        stamps = {SAMPLES_FILE: self._index.stamp} if self._index is not None and self._index.stamp is not None else {}
         judge = self._setup[0] if self._setup is not None else None
         if judge is None:
-            return Pins(golden, **own)
+            return Pins(golden, stamps=stamps)
         from pipeline.core.prompt_renderers import prompt_template_pins
-
-        if self.manifest is None or judge.profile.name != self.manifest.profile:
-            own["code"] = {}  # hashed for another name: the record hashes the code of the profile it names
-        return Pins(golden, dict(judge.tokenizer.file_digests), *prompt_template_pins(judge.profile, judge.tokenizer), **own)
+        code = dict(self._code_files) if self.manifest and judge.profile.name == self.manifest.profile else {}  # (else: another's)
+        return Pins(golden, dict(judge.tokenizer.file_digests), *prompt_template_pins(judge.profile, judge.tokenizer), stamps=stamps, code=code)
 
     @property
     def fd(self) -> int:

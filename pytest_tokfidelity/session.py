@@ -36,11 +36,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.decision import Counts
+from pipeline.core.fingerprints import code_hashes_by_profile
 from pipeline.core.golden import find_datasets
 
 from .checks import Checks
 from .collection import GATE_TEST, SAMPLE_TEST, CheckItem, DatasetFile, SampleItem, sample_cases, tag
-from .dataset import DatasetRun, code_hashes
+from .dataset import DatasetRun
 from .judge_pools import ForkedCall, can_fork
 from .judge_watch import DEFAULT_DEADLINE
 from .judges import LoneOrder, Prefetcher, XdistOrder
@@ -109,7 +110,8 @@ class FidelitySession:
             # core busy, and judging waits for both (at 6,000 samples about 0.2 s and 0.3 s).
             # The code that judges is hashed there too, as the run begins, for the gate records (DatasetRun.pins).
             datasets = self.datasets
-            indexing = ForkedCall(lambda: ([ds.read_index() for ds in datasets], code_hashes(datasets)))
+            profiles = {ds.manifest.profile if ds.manifest else None for ds in datasets}
+            indexing = ForkedCall(lambda: ([ds.read_index() for ds in datasets], code_hashes_by_profile(profiles)))
             config.add_cleanup(indexing.cancel)
             for ds in datasets:
                 ds.indexed_elsewhere = indexing

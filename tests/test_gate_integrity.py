@@ -158,14 +158,24 @@ def test_a_stamped_samples_file_changed_after_it_was_read_is_hashed_again_and_na
     assert "samples.jsonl" in reads
 
 
-def test_a_lone_run_records_the_code_as_hashed_when_it_began(pytester, monkeypatch):
-    """The indexing process hashes the code that judges as the run begins; the record written at the end holds
-    those hashes (the same as hashing it now) and does not hash it again."""
+def test_a_lone_run_records_the_code_as_hashed_when_it_began(pytester):
+    """A lone pytest (its own process: one inside an xdist worker does not fork) hashes the code that judges in
+    the process that indexes the samples, as the run begins; the record written at the end holds those hashes
+    (the same as hashing it now), and the code is not hashed again then (the project's conftest makes that fail)."""
     from pipeline.core.fingerprints import code_file_hashes
 
     make_dataset(pytester.path, "P4_code", exact_samples(2))
-    monkeypatch.setattr(gate, "code_file_hashes", lambda *a: pytest.fail("the code was hashed again at the end"))
-    run(pytester, "--tokfidelity-dataset=P4").assert_outcomes(passed=4 + 2)
+    pytester.makeconftest("""
+from pipeline.core import gate
+
+def _hashed_at_the_end(*args):
+    raise AssertionError("the code was hashed again at the end")
+
+gate.code_file_hashes = _hashed_at_the_end
+""")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", f"--tokfidelity-state-dir={pytester.path / 'state'}",
+                                           "--tokfidelity-dataset=P4")
+    result.assert_outcomes(passed=4 + 2)
     rec = record(pytester, "P4_code")
     assert rec["status"] == "open"
     assert rec["code_files"] == code_file_hashes([rec["profile"]])

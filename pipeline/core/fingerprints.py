@@ -12,7 +12,7 @@ from typing import Any
 
 from .pins import changed_files, file_sha256, golden_file_hashes
 
-__all__ = ["PACKAGE_ROOT", "VERDICT_PACKAGES", "TOKENIZER_LIBRARIES", "code_file_hashes", "family_file_hashes", "library_versions", "digest", "changed_inputs"]
+__all__ = ["PACKAGE_ROOT", "VERDICT_PACKAGES", "TOKENIZER_LIBRARIES", "code_file_hashes", "code_hashes_by_profile", "family_file_hashes", "library_versions", "digest", "changed_inputs"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -38,6 +38,11 @@ def code_file_hashes(profiles: Iterable[str | None] = ()) -> dict[str, str]:
             out[path.relative_to(PACKAGE_ROOT).as_posix()] = file_sha256(path)
     out.update(family_file_hashes(profiles))
     return out
+
+
+def code_hashes_by_profile(profiles: Iterable[str | None]) -> dict[str | None, dict[str, str]]:
+    """``code_file_hashes([profile])`` of each of ``profiles``, by profile."""
+    return {profile: code_file_hashes([profile]) for profile in profiles}
 
 
 def family_file_hashes(profiles: Iterable[str | None]) -> dict[str, str]:
