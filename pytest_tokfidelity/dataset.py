@@ -132,7 +132,7 @@ class DatasetRun:
         if judge is None:
             return Pins(golden, stamps=stamps)
         from pipeline.core.prompt_renderers import prompt_template_pins
-        code = dict(self._code_files) if self.manifest and judge.profile.name == self.manifest.profile else {}  # (else: another's)
+        code = dict(self._code_files) if self.manifest and judge.profile.name == self.manifest.profile else {}  # hashed by its name
         return Pins(golden, dict(judge.tokenizer.file_digests), *prompt_template_pins(judge.profile, judge.tokenizer), stamps=stamps, code=code)
 
     @property

@@ -46,15 +46,18 @@ def settled_stamp(st: os.stat_result) -> Stamp | None:
     changed within ``SETTLED_NS`` of now (a later write in the same clock tick could leave the stamp as it is)."""
     if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < SETTLED_NS:
         return None
+    return _stamp(st)
+
+
+def _stamp(st: os.stat_result) -> Stamp:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _stamp_now(path: Path) -> Stamp | None:
     try:
-        st = os.stat(path)
+        return _stamp(os.stat(path))
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def sha256_bytes(data: bytes) -> str:

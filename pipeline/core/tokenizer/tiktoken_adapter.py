@@ -1,8 +1,7 @@
 """Every use of tiktoken's private parts, in one place (checked range: ``CHECKED``).
 
 * ``core_bpe``: ``Encoding._core_bpe``, the Rust core. Calling it directly skips the Python
-  layer's per-call checks (special-token scans), which are a large share of the time on short texts;
-  its ``encode(text, allowed)`` is ``Encoding.encode(text, allowed_special=allowed)`` without them.
+  layer's per-call checks (special-token scans), which are a large share of the time on short texts.
 * ``packed_encoder``: the core's ``encode_to_tiktoken_buffer`` with no special token allowed:
   ``encode_ordinary``'s ids as a buffer of native unsigned 32-bit ints, without a Python int per id
   (what ``Encoding.encode_to_numpy`` uses).
@@ -50,8 +49,6 @@ def self_test() -> None:
         want = enc.encode_ordinary(text)
         if core.encode_ordinary(text) != want or memoryview(packed_encoder(core)(text)).cast("B").cast("I").tolist() != want:
             raise AssertionError(f"the core encodes {text!r} otherwise than encode_ordinary")
-        if core.encode(text, {"<s>"}) != enc.encode(text, allowed_special="all"):
-            raise AssertionError(f"the core encodes {text!r} with its special tokens otherwise than encode")
     params = encoding_params(openai_public.o200k_base, {b"a": 0})
     if params.get("mergeable_ranks") != {b"a": 0} or "pat_str" not in params:
         raise AssertionError("openai_public.o200k_base no longer builds its parameters through load_tiktoken_bpe")

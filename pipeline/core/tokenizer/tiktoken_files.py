@@ -25,7 +25,6 @@ KIMI_NUM_RESERVED_SPECIAL = 256
 # Kimi's tokenizer cuts long inputs before encoding; we do the same so ids match it.
 KIMI_MAX_ENCODE_CHARS = 400_000
 KIMI_MAX_RUN_CHARS = 25_000
-_SPECIALS_SCAN_CHARS = 4096  # TiktokenTokenizer.encode looks for its special tokens' texts in a piece up to this long
 
 
 def _kimi_split_long(text: str) -> list[str]:
@@ -64,7 +63,6 @@ class TiktokenTokenizer(Tokenizer):
         self._core = core_bpe(self._enc)  # the Rust core; the Python layer only adds checks
         self._packed = packed_encoder(self._core)
         self._long_input_cut = long_input_cut
-        self._special_texts = tuple(special_tokens)
         self.n_vocab = self._enc.n_vocab
         if table is not None and len(table) == len(mergeable_ranks):
             self._bytes = table + [b""] * (self.n_vocab - len(table))
@@ -117,22 +115,10 @@ class TiktokenTokenizer(Tokenizer):
             return super().decode_bytes(ids)
 
     def encode(self, text: str) -> list[int]:
-        """Every special token's text as its id, the rest as ordinary text (tiktoken's ``allowed_special="all"``)."""
         out: list[int] = []
         for piece in self._pieces(text) or [text]:
-            try:
-                out += self._core.encode(piece, self._specials_in(piece))
-            except UnicodeEncodeError:  # lone surrogates: tiktoken's own layer fixes them up
-                out += self._enc.encode(piece, allowed_special="all")
+            out += self._enc.encode(piece, allowed_special="all")
         return out
-
-    def _specials_in(self, text: str) -> set[str]:
-        """The special tokens whose text occurs in ``text``: every one the core's special-token search can find
-        there, so allowing these is allowing all (the core turns the set it is given into its own each call: for
-        Kimi's 256 about 0.1 ms, ten times the encode of a marker). A long text is given them all."""
-        if len(text) > _SPECIALS_SCAN_CHARS:
-            return self._enc.special_tokens_set
-        return {s for s in self._special_texts if s in text}
 
 
 def _load_kimi_tiktoken(folder: Path) -> TiktokenTokenizer:
