@@ -125,7 +125,6 @@ class ResultsRecorder:
     def write(self, run_report) -> None:
         """Called by the controller's RunReport once gate records are written."""
         from pipeline.core import fingerprints
-        from pipeline.core.pins import golden_file_hashes
         from pipeline.reporting.results import dataset_entry, dataset_fingerprint, ranges, results_document, write_outputs
 
         datasets = []
@@ -133,11 +132,12 @@ class ResultsRecorder:
             outcome = run_report.outcomes.get(ds.name, {})
             facts = (run_report.judged_with.get(ds.name) or [None])[0] or ds.judged_with() or {}
             manifest = ds.manifest
+            pins = run_report.decided.get(ds.name, (None, None))[1] or ds.pins()  # a samples file still as read is not hashed again
             datasets.append(dataset_entry(
                 name=ds.name, counts=run_report.total(ds).to_dict(), samples_total=len(ds.index),
                 by_view={v: c.to_dict() for v, c in run_report.by_view(ds).items()},
                 profile=facts.get("profile") or (manifest.profile if manifest else None), tokenizer=ds.tokenizer_spec,
-                tokenizer_fingerprint=facts.get("fingerprint"), view=ds.view, golden_files=golden_file_hashes(ds.dir),
+                tokenizer_fingerprint=facts.get("fingerprint"), view=ds.view, golden_files=pins.golden_now(ds.dir),
                 accept=manifest.accept if manifest else {},
                 max_known_divergence_rate=manifest.max_known_divergence_rate if manifest else 0.0,
                 gate_note=outcome.get("gate", "record unchanged"), problems=outcome.get("problems", []),

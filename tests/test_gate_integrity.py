@@ -158,6 +158,28 @@ def test_a_stamped_samples_file_changed_after_it_was_read_is_hashed_again_and_na
     assert "samples.jsonl" in reads
 
 
+def test_the_report_lists_a_samples_file_still_as_read_without_reading_it_again(pytester, monkeypatch):
+    """--tokfidelity-report's results.json gives each golden file's hash: the samples file's is the run's own
+    where its stamp still holds (no third read of it after the gate's end check), and the same as hashing it now."""
+    import time
+
+    from pipeline.core import pins as pins_module
+
+    monkeypatch.setattr(pins_module, "SETTLED_NS", 20_000_000)  # 20 ms, where a real run waits 2 s
+    folder = make_dataset(pytester.path, "P5_report", exact_samples(2))
+    time.sleep(0.06)
+    reads = []
+    real = pins_module.file_sha256
+    monkeypatch.setattr(pins_module, "file_sha256", lambda p: reads.append(Path(p).name) or real(p))
+    result = run(pytester, f"--tokfidelity-report={pytester.path / 'report'}", "--tokfidelity-dataset=P5")
+    result.assert_outcomes(passed=4 + 2)
+    assert record(pytester, "P5_report")["status"] == "open"
+    (entry,) = json.loads((pytester.path / "report" / "results.json").read_text())["datasets"]
+    assert entry["golden_files"]["samples.jsonl"] == file_sha256(folder / "samples.jsonl")
+    assert entry["golden_files"]["manifest.json"] == file_sha256(folder / "manifest.json")
+    assert "samples.jsonl" not in reads and "manifest.json" in reads
+
+
 def test_a_lone_run_records_the_code_as_hashed_when_it_began(pytester):
     """A lone pytest (its own process: one inside an xdist worker does not fork) hashes the code that judges in
     the process that indexes the samples, as the run begins; the record written at the end holds those hashes

@@ -185,10 +185,15 @@ class Pins:
     def from_dict(cls, d: Mapping[str, Any]) -> "Pins":
         return cls(dict(d.get("golden", {})), dict(d.get("tokenizer", {})), dict(d.get("template", {})), d.get("template_sha256"))
 
+    def golden_now(self, dataset_dir: str | os.PathLike) -> dict[str, str]:
+        """``golden_file_hashes(dataset_dir)``: the dataset's files as they are on disk now, a file whose settled
+        stamp still holds taken from these pins without being read again."""
+        known = {rel: (stamp, self.golden[rel]) for rel, stamp in self.stamps.items() if rel in self.golden}
+        return golden_file_hashes(dataset_dir, known=known)
+
     def changes(self, dataset_dir: str | os.PathLike) -> list[str]:
         """What differs on disk now from what was read ([] when nothing does)."""
-        known = {rel: (stamp, self.golden[rel]) for rel, stamp in self.stamps.items() if rel in self.golden}
-        now = golden_file_hashes(dataset_dir, known=known)
+        now = self.golden_now(dataset_dir)
         notes = [f"{n} since it was read" for n in changed_files("golden file", self.golden, now)]
         return (notes + _pinned_file_changes("tokenizer file", self.tokenizer, "since it was loaded")
                 + template_changes(self.template, "since it was read"))
