@@ -19,8 +19,7 @@ import pytest
 from pipeline.cli import main
 from pipeline.core import render
 from pipeline.core.watchdog import TimeLimitExceeded, time_limit
-
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "tokenizers"
+from tokenizer_roots import SHARED  # TOKFIDELITY_TOKENIZERS, else ../shared/tokenizers
 
 # One template, a different attack per conversation (chosen by the first message's content).
 HOSTILE_TEMPLATE = """{%- set c = messages[0].content -%}

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from pipeline.core.prompt_renderers import render_prompt
+from tokenizer_roots import SHARED  # TOKFIDELITY_TOKENIZERS, else ../shared/tokenizers
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "tokenizers"
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 1}}, "required": ["city"]}}}]
 
