@@ -132,7 +132,8 @@ class ResultsRecorder:
             outcome = run_report.outcomes.get(ds.name, {})
             facts = (run_report.judged_with.get(ds.name) or [None])[0] or ds.judged_with() or {}
             manifest = ds.manifest
-            pins = run_report.decided.get(ds.name, (None, None))[1] or ds.pins()  # a samples file still as read is not hashed again
+            _, pins, _ = run_report.decided.get(ds.name, (None, None, 0.0))  # (decision, pins, wall time)
+            pins = pins or ds.pins()  # the run's: a samples file still as read is not hashed again
             datasets.append(dataset_entry(
                 name=ds.name, counts=run_report.total(ds).to_dict(), samples_total=len(ds.index),
                 by_view={v: c.to_dict() for v, c in run_report.by_view(ds).items()},
