@@ -77,6 +77,29 @@ def test_the_set_up_scripts_install_exactly_the_lock():
         assert not re.search(r"pip\S*\s+install[^\n]*\b[a-z][a-z0-9_-]+==", text), script
 
 
+def test_the_environment_the_tests_run_in_is_exactly_the_test_lock():
+    """What scripts/setup --test installed, read back from the environment itself: every distribution is a pin of
+    the test lock at its locked version, and every pin is installed. Only tokfidelity (editable, --no-deps) and
+    pip (the interpreter's own ensurepip copy, which makes the venv) are outside it. A release that came in by
+    any other way than a lock update fails here."""
+    from importlib import metadata
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    locked = {norm(name): version for lock in ("test.txt", "core-nodeps.txt", "test-nodeps.txt")
+              for name, (version, _) in _entries(LOCKS / lock).items()}
+    installed = {norm(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    outside = sorted(set(installed) - set(locked) - {"tokfidelity", "pip"})
+    moved = {name: (installed[name], locked[name]) for name in installed.keys() & locked.keys() if installed[name] != locked[name]}
+    absent = sorted(set(locked) - set(installed))
+    next_step = "make the environment with scripts/setup --test (or run scripts/test), which installs the lock and nothing else"
+    assert not outside, f"installed but not in the test lock: {outside}; {next_step}"
+    assert not moved, f"installed at another version than the lock's (installed, locked): {moved}; {next_step}"
+    assert not absent, f"in the test lock but not installed: {absent}; {next_step}"
+    assert installed["tokfidelity"] == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
 def test_the_drift_table_lists_what_moved_and_what_newly_fails(tmp_path, capsys):
     locked, newest = tmp_path / "locked", tmp_path / "newest"
     for folder, syrupy, extra in ((locked, "7.0.2", ""), (newest, "7.0.3", "kernels==0.19.1 \\\n    --hash=sha256:00\n")):
