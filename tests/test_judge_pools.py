@@ -192,3 +192,38 @@ def test_a_small_run_forks_only_the_judges_its_chunks_need():
     small.chunk = 5  # warm_up shares a small run out: 20 samples over 4 judges
     assert small._pool_size() == 4
     assert WARM >= 20
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+_made: list = []
+
+
+def _cyclic_task(dataset: int, positions: list[int], began=None):
+    """Makes reference cycles past the collector's threshold, and says what a judge sees while judging:
+    whether Python collects on its own, and which cycles made for earlier requests are still alive."""
+    import gc
+    import weakref
+
+    alive = [i for i, ref in enumerate(_made) if ref() is not None]
+    for _ in range(gc.get_threshold()[0] * 3):
+        cycle = _Cycle()
+        _made.append(weakref.ref(cycle))
+        del cycle
+    return gc.isenabled(), alive, len(_made)
+
+
+def test_a_judge_collects_between_requests_not_while_judging():
+    pool = ForkedJudges(1, _cyclic_task)
+    try:
+        first = pool.submit(0, [1]).result()
+        second = pool.submit(0, [2]).result()
+    finally:
+        pool.shutdown()
+    assert first[0] is False and second[0] is False  # no collection walks the chunk being judged
+    made_by_first = first[2]
+    # the first request's cycles, past the threshold, were freed after its answer, before the second request
+    assert made_by_first > 0 and not [i for i in second[1] if i < made_by_first]
