@@ -13,7 +13,7 @@ from pipeline.core.fidelity import BAD_INPUT, EXACT, POLICY, PROMPT_EXACT, PROMP
 
 from .collection import GATE_TEST
 from .judge_watch import JudgeStuck
-from .snapshots import snapshot_assertion, snapshot_file
+from .snapshots import reviewed_under_other_names, snapshot_assertion, snapshot_file
 
 __all__ = ["Checks"]
 
@@ -121,12 +121,7 @@ class Checks:
         _count_prompt(counts, verdict.prompt, False)
         type(counts).bump(counts.new_by_class, verdict.classes)
         self._record(ds, position, verdict, "new", item)
-        stored = ds.snapshot_key(item) in ds.stored
-        hint = (
-            f"It differs from the reviewed divergence stored in {snapshot_file(ds.dir, ds.snapshot_basename)}."
-            if stored
-            else "No reviewed divergence is stored for this sample."
-        )
+        hint = self._no_match_hint(ds, item)
         pytest.fail(
             f"{ds.name}/{ds.index.name(position)}{f' under view {ds.views[case[2]]}' if ds.multi_view else ''} "
             f"(line {verdict.line}): {_sides(verdict)}{ds.judged_code}: "
@@ -134,6 +129,23 @@ class Checks:
             f"record it with `pytest {self._pasted_id(ds, item.name)}{self._golden_option()} --snapshot-update` (every such "
             f"sample of the dataset: `pytest --tokfidelity-dataset={ds.name}{self._golden_option()} --snapshot-update`).",
             pytrace=False,
+        )
+
+    def _no_match_hint(self, ds, item) -> str:
+        """Why no reviewed divergence matched: the stored one differs, none is stored, or one is stored under
+        another dataset's name (the folder renamed or copied: names carry the folder's name)."""
+        key, where = ds.snapshot_key(item), snapshot_file(ds.dir, ds.snapshot_basename)
+        if key in ds.stored:
+            return f"It differs from the reviewed divergence stored in {where}."
+        others = reviewed_under_other_names(ds.stored, key)
+        if not others:
+            return "No reviewed divergence is stored for this sample."
+        other = others[0].partition("[")[2].partition("/")[0]
+        return (
+            f"No reviewed divergence is stored for this sample under this dataset's name ({ds.name}), but {where} holds "
+            f"one named {others[0]}: reviews are named by their dataset's folder, so a folder renamed or copied finds "
+            f"none of them. If this folder was {other}, rename the entries' `[{other}/` to `[{ds.name}/` in that file "
+            f"(its review is then checked as before)."
         )
 
     def _check_gate_record(self, ds) -> None:

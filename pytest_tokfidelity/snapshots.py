@@ -30,7 +30,7 @@ from pipeline.core.golden import DEFAULT_VIEW
 
 from .collection import dataset_run_of
 
-__all__ = ["snapshot_key", "DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED", "self_test", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
+__all__ = ["snapshot_key", "reviewed_under_other_names", "DiagnosisExtension", "snapshot_assertion", "syrupy_session", "CHECKED", "self_test", "format_signature", "SNAPSHOT_DIRNAME", "SNAPSHOT_BASENAME", "snapshot_file", "stored_names"]
 
 SNAPSHOT_DIRNAME = "__snapshots__"
 SNAPSHOT_BASENAME = "fidelity"
@@ -62,6 +62,18 @@ def stored_names(dataset_dir: Path, basename: str = SNAPSHOT_BASENAME) -> set[st
         return {s.name for s in AmberDataSerializer.read_file(str(path))}
     except OSError:  # unreadable: test_manifest names the file (every dataset file is pinned), no sample passes on it
         return set()
+
+
+def reviewed_under_other_names(stored: set[str], key: str) -> list[str]:
+    """The stored names of the same sample under another dataset's name: ``test_fidelity[B1_glaive/b1-0006]``
+    for ``key`` ``test_fidelity[B1_copy/b1-0006]``. Names carry the dataset's folder name, so a folder renamed or
+    copied finds none of its reviews; these are what it would have found."""
+    prefix, _, rest = key.partition("[")
+    sample = rest.partition("/")[2]
+    return sorted(
+        name for name in stored
+        if name.startswith(prefix + "[") and name.partition("/")[2] == sample and name != key
+    )
 
 
 def _compact(value: Any) -> str:

@@ -163,6 +163,31 @@ def test_changed_divergence_fails_against_its_snapshot(pytester):
     assert "stop-token" in result.stdout.str()
 
 
+def test_a_renamed_dataset_folder_is_told_where_its_reviews_are_and_finds_them_once_renamed(pytester):
+    import shutil
+
+    path = make_dataset(pytester.path, "K9_orig", exact_samples(1) + [split_sample()], max_known_divergence_rate=0.5)
+    run(pytester, "--tokfidelity-dataset=K9_orig", "--snapshot-update")
+    moved = path.parent / "K9_moved"
+    shutil.move(path, moved)  # its reviews are named test_fidelity[K9_orig/...]
+    result = run(pytester, "--tokfidelity-dataset=K9_moved")
+    result.assert_outcomes(passed=4 + 1, failed=1)  # the split sample
+    result.stdout.fnmatch_lines([
+        "*No reviewed divergence is stored for this sample under this dataset's name (K9_moved), but*fidelity.ambr holds "
+        "one named test_fidelity?K9_orig/split?*rename the entries' `?K9_orig/` to `?K9_moved/` in that file*",  # (? for [)
+    ])
+    snap = moved / "__snapshots__" / "fidelity.ambr"
+    snap.write_text(snap.read_text().replace("[K9_orig/", "[K9_moved/"))  # as the message says
+    run(pytester, "--tokfidelity-dataset=K9_moved").assert_outcomes(passed=4 + 2)
+
+
+def test_a_sample_with_no_review_anywhere_is_told_so_plainly(pytester):
+    make_dataset(pytester.path, "K10", exact_samples(1) + [split_sample()])
+    result = run(pytester, "--tokfidelity-dataset=K10")
+    result.stdout.fnmatch_lines(["*No reviewed divergence is stored for this sample. If this divergence is expected*"])
+    assert "under this dataset's name" not in result.stdout.str()
+
+
 def test_stale_snapshot_is_removed_on_update(pytester):
     path = make_dataset(pytester.path, "K5", exact_samples(1) + [split_sample()])
     run(pytester, "--tokfidelity-dataset=K5", "--snapshot-update")
