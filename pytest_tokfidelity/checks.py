@@ -140,10 +140,10 @@ class Checks:
         others = reviewed_under_other_names(ds.stored, key)
         if not others:
             return "No reviewed divergence is stored for this sample."
-        other = others[0].partition("[")[2].partition("/")[0]
+        other, name = others[0]
         return (
             f"No reviewed divergence is stored for this sample under this dataset's name ({ds.name}), but {where} holds "
-            f"one named {others[0]}: reviews are named by their dataset's folder, so a folder renamed or copied finds "
+            f"one named {name}: reviews are named by their dataset's folder, so a folder renamed or copied finds "
             f"none of them. If this folder was {other}, rename the entries' `[{other}/` to `[{ds.name}/` in that file "
             f"(its review is then checked as before)."
         )

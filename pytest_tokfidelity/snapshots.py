@@ -64,16 +64,20 @@ def stored_names(dataset_dir: Path, basename: str = SNAPSHOT_BASENAME) -> set[st
         return set()
 
 
-def reviewed_under_other_names(stored: set[str], key: str) -> list[str]:
-    """The stored names of the same sample under another dataset's name: ``test_fidelity[B1_glaive/b1-0006]``
-    for ``key`` ``test_fidelity[B1_copy/b1-0006]``. Names carry the dataset's folder name, so a folder renamed or
-    copied finds none of its reviews; these are what it would have found."""
-    prefix, _, rest = key.partition("[")
+def reviewed_under_other_names(stored: set[str], key: str) -> list[tuple[str, str]]:
+    """(dataset name, stored name) of the same sample's reviews under another dataset's name: ``("B1_glaive",
+    "test_fidelity[B1_glaive/b1-0006]")`` for ``key`` ``test_fidelity[B1_copy/b1-0006]`` (``snapshot_key``'s names).
+    Names carry the dataset's folder name, so a folder renamed or copied finds none of its reviews; these are what
+    it would have found."""
+    head, _, rest = key.partition("[")
     sample = rest.partition("/")[2]
-    return sorted(
-        name for name in stored
-        if name.startswith(prefix + "[") and name.partition("/")[2] == sample and name != key
-    )
+    found = []
+    for name in stored:
+        name_head, _, name_rest = name.partition("[")
+        dataset, _, name_sample = name_rest.partition("/")
+        if name_head == head and name_sample == sample and name != key:
+            found.append((dataset, name))
+    return sorted(found)
 
 
 def _compact(value: Any) -> str:

@@ -181,6 +181,15 @@ def test_a_renamed_dataset_folder_is_told_where_its_reviews_are_and_finds_them_o
     run(pytester, "--tokfidelity-dataset=K9_moved").assert_outcomes(passed=4 + 2)
 
 
+def test_reviews_under_other_names_are_the_same_sample_and_view_only():
+    from pytest_tokfidelity.snapshots import reviewed_under_other_names, snapshot_key
+
+    stored = {snapshot_key("B1", "s1"), snapshot_key("B1", "s2"), snapshot_key("B1", "s1", "vllm"), snapshot_key("B1_copy", "s1")}
+    assert reviewed_under_other_names(stored, snapshot_key("B1_copy", "s1")) == [("B1", "test_fidelity[B1/s1]")]
+    assert reviewed_under_other_names(stored, snapshot_key("B2", "s1", "vllm")) == [("B1", "test_fidelity[B1/s1[vllm]]")]
+    assert reviewed_under_other_names(stored, snapshot_key("B2", "s3")) == []
+
+
 def test_a_sample_with_no_review_anywhere_is_told_so_plainly(pytester):
     make_dataset(pytester.path, "K10", exact_samples(1) + [split_sample()])
     result = run(pytester, "--tokfidelity-dataset=K10")
